@@ -1,0 +1,9 @@
+//! kymo-core: everything the server and the worker both need.
+//!
+//! It owns the domain types (commit shas, machine fingerprints, benchmark results), the wire
+//! protocol between worker and server, the result-format parsers and all SQL (the `db` module).
+//! It must not know about HTTP frameworks, templates or process execution: those are the edges.
+
+pub mod format;
+pub mod model;
+pub mod results;

@@ -1,0 +1,11 @@
+//! kymo-worker: the benchmark machine's side of kymo.
+//!
+//! It owns what happens on the machine that measures: detecting the hardware fingerprint and
+//! environment, keeping git mirrors and work trees, reading a commit's `kymo.toml`, running
+//! suites in their own process groups with timeouts and capped output, and talking to the
+//! server over HTTP. It must not know about SQL or the dashboard.
+
+pub mod config;
+pub mod exec;
+pub mod fingerprint;
+pub mod mirror;
