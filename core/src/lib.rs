@@ -4,6 +4,9 @@
 //! protocol between worker and server, the result-format parsers and all SQL (the `db` module).
 //! It must not know about HTTP frameworks, templates or process execution: those are the edges.
 
+pub mod clock;
+pub mod db;
 pub mod format;
 pub mod model;
+pub mod protocol;
 pub mod results;

@@ -48,6 +48,78 @@ impl BenchmarkResult {
     }
 }
 
+/// Limits on what one run may hold, so that a hostile or broken upload is refused whole.
+pub const MAX_MEASUREMENTS_PER_RUN: usize = 1_000_000;
+pub const MAX_SAMPLES_PER_METRIC: usize = 100_000;
+pub const MAX_HDR_BASE64_BYTES: usize = 1_400_000;
+
+fn check_name(what: &str, name: &str, max: usize) -> Result<(), String> {
+    if name.is_empty() || name.len() > max || name.chars().any(char::is_control) {
+        return Err(format!(
+            "{what} {:?} must be 1-{max} bytes without control characters",
+            name.chars().take(80).collect::<String>()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every suite of a run before anything is stored: names, sizes, finite numbers, and
+/// that no benchmark × metric appears twice (it would be two values for one point).
+pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), String> {
+    if suites.is_empty() {
+        return Err("a run must hold at least one suite".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for suite in suites {
+        check_name("suite name", &suite.suite, 64)?;
+        if suite.results.benchmarks.is_empty() {
+            return Err(format!("suite {:?} has no benchmarks", suite.suite));
+        }
+        for bench in &suite.results.benchmarks {
+            check_name("benchmark name", &bench.name, 200)?;
+            for (k, v) in &bench.params {
+                check_name("parameter name", k, 64)?;
+                check_name("parameter value", v, 200)?;
+            }
+            let key = bench.key();
+            if bench.metrics.is_empty() || bench.metrics.len() > 64 {
+                return Err(format!("benchmark {key:?} must have 1-64 metrics"));
+            }
+            for metric in &bench.metrics {
+                let place = format!("benchmark {key:?} metric {:?}", metric.name);
+                check_name("metric name", &metric.name, 64)?;
+                if metric.unit.len() > 32 || metric.unit.chars().any(char::is_control) {
+                    return Err(format!("{place}: unit must be at most 32 bytes"));
+                }
+                if !metric.value.is_finite() {
+                    return Err(format!("{place}: value must be a finite number"));
+                }
+                if metric.samples.len() > MAX_SAMPLES_PER_METRIC {
+                    return Err(format!(
+                        "{place}: {} samples; at most {MAX_SAMPLES_PER_METRIC} are kept",
+                        metric.samples.len()
+                    ));
+                }
+                if metric.samples.iter().any(|s| !s.is_finite()) {
+                    return Err(format!("{place}: every sample must be a finite number"));
+                }
+                if metric.hdr.as_ref().is_some_and(|h| h.len() > MAX_HDR_BASE64_BYTES) {
+                    return Err(format!("{place}: hdr histogram is too large"));
+                }
+                if !seen.insert((key.clone(), metric.name.clone())) {
+                    return Err(format!("{place} appears twice in one run"));
+                }
+                if seen.len() > MAX_MEASUREMENTS_PER_RUN {
+                    return Err(format!(
+                        "a run may hold at most {MAX_MEASUREMENTS_PER_RUN} measurements"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The median of a non-empty slice of finite numbers.
 pub fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
@@ -72,6 +144,41 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
+    }
+
+    fn upload(value: f64) -> Vec<crate::protocol::SuiteUpload> {
+        vec![crate::protocol::SuiteUpload {
+            suite: "s".into(),
+            results: SuiteResults {
+                benchmarks: vec![BenchmarkResult {
+                    name: "b".into(),
+                    params: BTreeMap::new(),
+                    metrics: vec![MetricResult {
+                        name: "time".into(),
+                        unit: "ns".into(),
+                        direction: Direction::Lower,
+                        value,
+                        samples: vec![value],
+                        hdr: None,
+                    }],
+                }],
+            },
+        }]
+    }
+
+    #[test]
+    fn validation_refuses_non_finite_values_and_duplicates() {
+        assert!(validate_suites(&upload(1.0)).is_ok());
+        assert!(validate_suites(&upload(f64::NAN)).is_err());
+        assert!(validate_suites(&upload(f64::INFINITY)).is_err());
+        assert!(validate_suites(&[]).is_err());
+        let mut twice = upload(1.0);
+        twice.push(twice[0].clone());
+        let err = validate_suites(&twice).unwrap_err();
+        assert!(err.contains("appears twice"), "{err}");
+        let mut bad_name = upload(1.0);
+        bad_name[0].results.benchmarks[0].name = "a\u{0}b".into();
+        assert!(validate_suites(&bad_name).is_err());
     }
 
     #[test]

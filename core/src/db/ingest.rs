@@ -1,0 +1,166 @@
+//! Storing a run and its measurements. A whole upload is one transaction of three set-based
+//! statements (benchmarks, series, measurements), each fed one JSON array through `json_each`,
+//! so that ingest cost does not grow with a round trip per measurement.
+
+use serde_json::json;
+
+use super::jobs::lease_lost;
+use super::{Db, DbError};
+use crate::model::Environment;
+use crate::protocol::SuiteUpload;
+
+/// Where a run comes from and what it holds.
+#[derive(Debug)]
+pub struct RunRecord<'a> {
+    pub repository_id: i64,
+    pub commit_id: i64,
+    pub machine_id: i64,
+    /// The job (and the lease its worker holds) that this run completes, for worker runs.
+    pub job: Option<(i64, &'a str)>,
+    pub environment: &'a Environment,
+    pub log: &'a str,
+    pub suites: &'a [SuiteUpload],
+}
+
+/// What a stored run added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngestSummary {
+    pub run_id: i64,
+    pub measurements: usize,
+}
+
+struct Batches {
+    benchmarks: String,
+    series: String,
+    measurements: String,
+    count: usize,
+}
+
+fn batches(suites: &[SuiteUpload]) -> Batches {
+    let mut benchmarks = Vec::new();
+    let mut series = Vec::new();
+    let mut measurements = Vec::new();
+    for suite in suites {
+        for bench in &suite.results.benchmarks {
+            let key = bench.key();
+            benchmarks.push(json!({ "n": key, "s": suite.suite }));
+            for metric in &bench.metrics {
+                series.push(json!({
+                    "b": key, "m": metric.name, "u": metric.unit, "d": metric.direction.as_str()
+                }));
+                measurements.push(json!({
+                    "b": key, "m": metric.name, "v": metric.value, "x": metric.samples, "h": metric.hdr
+                }));
+            }
+        }
+    }
+    Batches {
+        count: measurements.len(),
+        benchmarks: serde_json::Value::from(benchmarks).to_string(),
+        series: serde_json::Value::from(series).to_string(),
+        measurements: serde_json::Value::from(measurements).to_string(),
+    }
+}
+
+impl Db {
+    /// Stores a run with all its measurements atomically. For a worker run the job must still
+    /// be leased to that worker; it is marked succeeded in the same transaction, so a result
+    /// is stored exactly once even when a lease expired and the job ran twice.
+    pub async fn store_run(
+        &self,
+        record: RunRecord<'_>,
+        now: i64,
+    ) -> Result<IngestSummary, DbError> {
+        crate::results::validate_suites(record.suites).map_err(DbError::Invalid)?;
+        let batches = batches(record.suites);
+        let env = record.environment;
+        let (job_id, source) = match record.job {
+            Some((id, _)) => (Some(id), "worker"),
+            None => (None, "upload"),
+        };
+        let mut tx = self.begin_write().await?;
+        if let Some((id, lease)) = record.job {
+            let updated = sqlx::query!(
+                r#"UPDATE jobs SET state = 'succeeded', finished_at = ?, lease_id = NULL,
+                                   lease_expires_at = NULL, error = NULL
+                   WHERE id = ? AND state = 'running' AND lease_id = ?"#,
+                now,
+                id,
+                lease
+            )
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if updated == 0 {
+                return Err(lease_lost(id));
+            }
+        }
+        let run_id = sqlx::query_scalar!(
+            r#"INSERT INTO runs (commit_id, machine_id, job_id, source, kernel, toolchain, governor,
+                                 hostname, log, created_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
+            record.commit_id,
+            record.machine_id,
+            job_id,
+            source,
+            env.kernel,
+            env.toolchain,
+            env.governor,
+            env.hostname,
+            record.log,
+            now
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        sqlx::query!(
+            r#"INSERT INTO benchmarks (repository_id, name, suite)
+               SELECT ?, j.value ->> '$.n', j.value ->> '$.s' FROM json_each(?) AS j WHERE true
+               ON CONFLICT (repository_id, name) DO NOTHING"#,
+            record.repository_id,
+            batches.benchmarks
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query!(
+            r#"INSERT INTO series (benchmark_id, metric, unit, direction, machine_id)
+               SELECT b.id, j.value ->> '$.m', j.value ->> '$.u', j.value ->> '$.d', ?
+               FROM json_each(?) AS j
+               JOIN benchmarks b ON b.repository_id = ? AND b.name = j.value ->> '$.b'
+               WHERE true
+               ON CONFLICT (benchmark_id, metric, machine_id) DO NOTHING"#,
+            record.machine_id,
+            batches.series,
+            record.repository_id
+        )
+        .execute(&mut *tx)
+        .await?;
+        let inserted = sqlx::query!(
+            r#"INSERT INTO measurements (run_id, series_id, commit_id, value, samples, hdr)
+               SELECT ?, s.id, ?, j.value ->> '$.v', j.value -> '$.x', j.value ->> '$.h'
+               FROM json_each(?) AS j
+               JOIN benchmarks b ON b.repository_id = ? AND b.name = j.value ->> '$.b'
+               JOIN series s ON s.benchmark_id = b.id AND s.metric = j.value ->> '$.m'
+                            AND s.machine_id = ?"#,
+            run_id,
+            record.commit_id,
+            batches.measurements,
+            record.repository_id,
+            record.machine_id
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if inserted as usize != batches.count {
+            // Dropping the transaction rolls it back: nothing partial is stored.
+            return Err(DbError::Invalid(format!(
+                "stored {inserted} of {} measurements; refusing a partial run",
+                batches.count
+            )));
+        }
+        tx.commit().await?;
+        Ok(IngestSummary {
+            run_id,
+            measurements: batches.count,
+        })
+    }
+}

@@ -1,0 +1,182 @@
+//! Benchmark machines (by hardware fingerprint) and the tokens that let clients in.
+
+use std::io::Read;
+
+use sha2::{Digest, Sha256};
+
+use super::{Db, DbError};
+use crate::model::{MachineFingerprint, MachineSpecs};
+
+/// A registered machine, its specs, and what it is doing.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MachineRow {
+    pub id: i64,
+    pub fingerprint: String,
+    pub name: String,
+    pub cpu_model: String,
+    pub logical_cores: i64,
+    pub physical_cores: i64,
+    pub memory_gib: i64,
+    pub arch: String,
+    pub virtualization: String,
+    pub first_seen_at: i64,
+    pub last_seen_at: i64,
+    /// The job it is running now, if any.
+    pub current_job: Option<i64>,
+}
+
+/// What a token lets its holder do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenScope {
+    Admin,
+    Worker,
+    Upload,
+}
+
+impl TokenScope {
+    fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Admin => "admin",
+            TokenScope::Worker => "worker",
+            TokenScope::Upload => "upload",
+        }
+    }
+}
+
+/// A fresh secret of 32 random bytes, hex-encoded behind `prefix`.
+pub fn random_secret(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .expect("the kernel's random source /dev/urandom must be readable");
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+impl Db {
+    /// Registers the machine with these specs, or refreshes it; returns its id.
+    pub async fn upsert_machine(
+        &self,
+        specs: &MachineSpecs,
+        name: &str,
+        now: i64,
+    ) -> Result<(i64, MachineFingerprint), DbError> {
+        let fingerprint = specs.fingerprint();
+        let fp = fingerprint.as_str();
+        let name: String = name.chars().take(128).collect();
+        let cpu: String = specs.cpu_model.chars().take(256).collect();
+        let arch: String = specs.arch.chars().take(32).collect();
+        let virt: String = specs.virtualization.chars().take(32).collect();
+        let (logical, physical, memory) = (
+            i64::from(specs.logical_cores),
+            i64::from(specs.physical_cores),
+            i64::from(specs.memory_gib),
+        );
+        let mut tx = self.begin_write().await?;
+        let id = sqlx::query_scalar!(
+            r#"INSERT INTO machines (fingerprint, name, cpu_model, logical_cores, physical_cores,
+                                     memory_gib, arch, virtualization, first_seen_at, last_seen_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT (fingerprint) DO UPDATE SET last_seen_at = excluded.last_seen_at,
+                                                       name = excluded.name
+               RETURNING id AS "id!" "#,
+            fp,
+            name,
+            cpu,
+            logical,
+            physical,
+            memory,
+            arch,
+            virt,
+            now,
+            now
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok((id, fingerprint))
+    }
+
+    /// The id of the registered machine with this fingerprint.
+    pub async fn machine_id(&self, fingerprint: &MachineFingerprint) -> Result<i64, DbError> {
+        let fp = fingerprint.as_str();
+        sqlx::query_scalar!("SELECT id FROM machines WHERE fingerprint = ?", fp)
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or_else(|| {
+                DbError::NotFound(format!(
+                    "machine {fingerprint} (no worker or upload with that fingerprint has registered it)"
+                ))
+            })
+    }
+
+    /// Every machine, most recently seen first.
+    pub async fn machines(&self) -> Result<Vec<MachineRow>, DbError> {
+        Ok(sqlx::query_as!(
+            MachineRow,
+            r#"SELECT m.id, m.fingerprint, m.name, m.cpu_model, m.logical_cores, m.physical_cores,
+                      m.memory_gib, m.arch, m.virtualization, m.first_seen_at, m.last_seen_at,
+                      (SELECT j.id FROM jobs j WHERE j.machine_id = m.id AND j.state = 'running'
+                       LIMIT 1) AS "current_job?: i64"
+               FROM machines m ORDER BY m.last_seen_at DESC, m.id"#
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// Creates a token and returns it; only its hash is stored.
+    pub async fn create_token(
+        &self,
+        name: &str,
+        scope: TokenScope,
+        now: i64,
+    ) -> Result<String, DbError> {
+        let token = random_secret("kymo_");
+        let hash = token_hash(&token);
+        let scope = scope.as_str();
+        let mut tx = self.begin_write().await?;
+        sqlx::query!(
+            "INSERT INTO tokens (name, scope, hash, created_at) VALUES (?, ?, ?, ?)",
+            name,
+            scope,
+            hash,
+            now
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(token)
+    }
+
+    /// Whether `token` is live and grants `scope` (an admin token grants every scope);
+    /// records its use.
+    pub async fn check_token(
+        &self,
+        token: &str,
+        scope: TokenScope,
+        now: i64,
+    ) -> Result<bool, DbError> {
+        let hash = token_hash(token);
+        let wanted = scope.as_str();
+        let found = sqlx::query_scalar!(
+            r#"SELECT id AS "id!" FROM tokens
+               WHERE hash = ? AND revoked_at IS NULL AND (scope = ? OR scope = 'admin')"#,
+            hash,
+            wanted
+        )
+        .fetch_optional(&self.reader)
+        .await?;
+        let Some(id) = found else {
+            return Ok(false);
+        };
+        let mut tx = self.begin_write().await?;
+        sqlx::query!("UPDATE tokens SET last_used_at = ? WHERE id = ?", now, id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,89 @@
+//! All of kymo's SQL. SQLite in WAL mode with foreign keys on; reads go through a pool of
+//! readers, writes through a single writer connection in `BEGIN IMMEDIATE` transactions, so
+//! that a read-then-write transaction never fails to upgrade its lock.
+
+mod ingest;
+mod jobs;
+mod machines;
+mod pages;
+mod repos;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool, Transaction};
+
+pub use ingest::{IngestSummary, RunRecord};
+pub use jobs::{JobRow, LeaseSettings};
+pub use machines::{MachineRow, TokenScope};
+pub use pages::{
+    BenchmarkSeriesRow, CommitMeasurementRow, CommitRunRow, HistoryRow, HistoryStatus,
+    CommitRow, RepositorySummary, SeriesPoint,
+};
+pub use repos::{CommitRecord, RepositoryRow};
+
+/// A failure of the storage layer, or a request it refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error(transparent)]
+    Sqlx(#[from] sqlx::Error),
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The database: one writer, several readers.
+#[derive(Clone, Debug)]
+pub struct Db {
+    reader: SqlitePool,
+    writer: SqlitePool,
+}
+
+impl Db {
+    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    pub async fn open(path: &Path) -> Result<Db, DbError> {
+        let options = SqliteConnectOptions::from_str("sqlite:")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        sqlx::migrate!("../migrations").run(&writer).await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.read_only(true))
+            .await?;
+        Ok(Db { reader, writer })
+    }
+
+    /// Starts a write transaction holding the write lock from its first statement.
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, DbError> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// `PRAGMA integrity_check`: `ok` when the file is sound.
+    pub async fn integrity_check(&self) -> Result<String, DbError> {
+        let row: (String,) = sqlx::query_as("PRAGMA integrity_check")
+            .fetch_one(&self.reader)
+            .await?;
+        Ok(row.0)
+    }
+
+    /// Closes both pools, checkpointing the WAL.
+    pub async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
+}

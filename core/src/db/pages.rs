@@ -1,0 +1,292 @@
+//! Read queries behind the dashboard pages and the JSON API.
+
+use super::{Db, DbError};
+
+/// A repository with the counts the home page shows.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RepositorySummary {
+    pub name: String,
+    pub url: String,
+    pub branch: String,
+    pub commits: i64,
+    pub benchmarks: i64,
+    pub last_run_at: Option<i64>,
+}
+
+/// A commit of the tracked branch, newest first, with its jobs' states per machine.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HistoryRow {
+    pub id: i64,
+    pub position: i64,
+    pub sha: String,
+    pub author: String,
+    pub committed_at: i64,
+    pub message: String,
+    pub statuses: Vec<HistoryStatus>,
+}
+
+/// The latest job state of one commit on one machine.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HistoryStatus {
+    pub machine: String,
+    pub state: String,
+}
+
+/// A run of a commit on a machine.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CommitRunRow {
+    pub id: i64,
+    pub machine: String,
+    pub machine_name: String,
+    pub source: String,
+    pub kernel: String,
+    pub toolchain: String,
+    pub governor: String,
+    pub hostname: String,
+    pub created_at: i64,
+}
+
+/// One result of a commit, with the parent commit's value of the same series.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CommitMeasurementRow {
+    pub benchmark: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: String,
+    pub machine: String,
+    pub value: f64,
+    pub samples: String,
+    pub parent_value: Option<f64>,
+}
+
+/// A series of a benchmark: one metric on one machine.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BenchmarkSeriesRow {
+    pub id: i64,
+    pub benchmark: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: String,
+    pub machine: String,
+}
+
+/// A point of a series: a commit's latest value, in history order.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SeriesPoint {
+    pub position: i64,
+    pub sha: String,
+    pub value: f64,
+    /// JSON array of the raw samples.
+    pub samples: String,
+}
+
+/// Row shape of the commit page's header.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CommitRow {
+    pub id: i64,
+    pub sha: String,
+    pub parents: String,
+    pub author: String,
+    pub committed_at: i64,
+    pub message: String,
+    pub position: Option<i64>,
+}
+
+impl Db {
+    /// Every repository with its counts, for the home page.
+    pub async fn repository_summaries(&self) -> Result<Vec<RepositorySummary>, DbError> {
+        Ok(sqlx::query_as!(
+            RepositorySummary,
+            r#"SELECT r.name, r.url, r.branch,
+                      (SELECT count(*) FROM commits c WHERE c.repository_id = r.id AND c.position IS NOT NULL) AS "commits!: i64",
+                      (SELECT count(*) FROM benchmarks b WHERE b.repository_id = r.id) AS "benchmarks!: i64",
+                      (SELECT max(u.created_at) FROM runs u JOIN commits c ON c.id = u.commit_id
+                       WHERE c.repository_id = r.id) AS "last_run_at?: i64"
+               FROM repositories r ORDER BY r.name"#
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// The tracked branch's history, newest first, with job states per machine.
+    pub async fn history(
+        &self,
+        repository_id: i64,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<HistoryRow>, DbError> {
+        let commits = sqlx::query!(
+            r#"SELECT id, position AS "position!", sha, author, committed_at, message
+               FROM commits WHERE repository_id = ? AND position IS NOT NULL
+               ORDER BY position DESC LIMIT ? OFFSET ?"#,
+            repository_id,
+            limit,
+            offset
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        let (Some(newest), Some(oldest)) = (commits.first(), commits.last()) else {
+            return Ok(Vec::new());
+        };
+        let (high, low) = (newest.position, oldest.position);
+        let states = sqlx::query!(
+            r#"SELECT j.commit_id, coalesce(m.fingerprint, 'any machine') AS "machine!: String", j.state
+               FROM jobs j JOIN commits c ON c.id = j.commit_id
+               LEFT JOIN machines m ON m.id = j.machine_id
+               WHERE c.repository_id = ? AND c.position BETWEEN ? AND ?
+               ORDER BY j.id"#,
+            repository_id,
+            low,
+            high
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(commits
+            .into_iter()
+            .map(|c| {
+                let mut statuses: Vec<HistoryStatus> = Vec::new();
+                for s in states.iter().filter(|s| s.commit_id == c.id) {
+                    // Later jobs of the same machine supersede earlier ones.
+                    statuses.retain(|x| x.machine != s.machine);
+                    statuses.push(HistoryStatus {
+                        machine: s.machine.clone(),
+                        state: s.state.clone(),
+                    });
+                }
+                HistoryRow {
+                    id: c.id,
+                    position: c.position,
+                    sha: c.sha,
+                    author: c.author,
+                    committed_at: c.committed_at,
+                    message: c.message,
+                    statuses,
+                }
+            })
+            .collect())
+    }
+
+    /// A commit by sha (a unique prefix of at least 7 digits also works).
+    pub async fn commit(&self, repository_id: i64, sha: &str) -> Result<CommitRow, DbError> {
+        let pattern = format!("{}%", sha.to_ascii_lowercase());
+        let mut rows = sqlx::query_as!(
+            CommitRow,
+            r#"SELECT id, sha, parents, author, committed_at, message, position
+               FROM commits WHERE repository_id = ? AND sha LIKE ? LIMIT 2"#,
+            repository_id,
+            pattern
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        let valid = sha.len() >= 7 && sha.len() <= 40 && sha.bytes().all(|b| b.is_ascii_hexdigit());
+        match (valid, rows.len()) {
+            (true, 1) => Ok(rows.remove(0)),
+            (true, 2..) => Err(DbError::Invalid(format!("commit prefix {sha:?} is ambiguous"))),
+            _ => Err(DbError::NotFound(format!(
+                "commit {:?}",
+                sha.chars().take(40).collect::<String>()
+            ))),
+        }
+    }
+
+    /// The runs of a commit.
+    pub async fn commit_runs(&self, commit_id: i64) -> Result<Vec<CommitRunRow>, DbError> {
+        Ok(sqlx::query_as!(
+            CommitRunRow,
+            r#"SELECT u.id, m.fingerprint AS machine, m.name AS machine_name, u.source, u.kernel,
+                      u.toolchain, u.governor, u.hostname, u.created_at
+               FROM runs u JOIN machines m ON m.id = u.machine_id
+               WHERE u.commit_id = ? ORDER BY u.id"#,
+            commit_id
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// Every result of a commit (the latest run's, per series) beside its first parent's.
+    pub async fn commit_measurements(
+        &self,
+        commit_id: i64,
+        parent_id: Option<i64>,
+    ) -> Result<Vec<CommitMeasurementRow>, DbError> {
+        Ok(sqlx::query_as!(
+            CommitMeasurementRow,
+            r#"SELECT b.name AS benchmark, s.metric, s.unit, s.direction, m.fingerprint AS machine,
+                      x.value, x.samples,
+                      (SELECT p.value FROM measurements p WHERE p.series_id = x.series_id
+                       AND p.commit_id = ? ORDER BY p.id DESC LIMIT 1) AS "parent_value?: f64"
+               FROM measurements x
+               JOIN series s ON s.id = x.series_id
+               JOIN benchmarks b ON b.id = s.benchmark_id
+               JOIN machines m ON m.id = s.machine_id
+               WHERE x.commit_id = ?
+                 AND x.id = (SELECT max(y.id) FROM measurements y
+                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+               ORDER BY b.name, s.metric, m.fingerprint"#,
+            parent_id,
+            commit_id
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// Benchmark names of a repository with how many series each has.
+    pub async fn benchmarks(&self, repository_id: i64) -> Result<Vec<(String, i64)>, DbError> {
+        let rows = sqlx::query!(
+            r#"SELECT b.name, (SELECT count(*) FROM series s WHERE s.benchmark_id = b.id) AS "series!: i64"
+               FROM benchmarks b WHERE b.repository_id = ? ORDER BY b.name"#,
+            repository_id
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows.into_iter().map(|r| (r.name, r.series)).collect())
+    }
+
+    /// The series of a repository, optionally narrowed to one benchmark, metric or machine.
+    pub async fn series(
+        &self,
+        repository_id: i64,
+        benchmark: Option<&str>,
+        metric: Option<&str>,
+        machine: Option<&str>,
+    ) -> Result<Vec<BenchmarkSeriesRow>, DbError> {
+        Ok(sqlx::query_as!(
+            BenchmarkSeriesRow,
+            r#"SELECT s.id, b.name AS benchmark, s.metric, s.unit, s.direction, m.fingerprint AS machine
+               FROM series s JOIN benchmarks b ON b.id = s.benchmark_id
+               JOIN machines m ON m.id = s.machine_id
+               WHERE b.repository_id = ?1 AND (?2 IS NULL OR b.name = ?2)
+                 AND (?3 IS NULL OR s.metric = ?3) AND (?4 IS NULL OR m.fingerprint = ?4)
+               ORDER BY b.name, s.metric, m.fingerprint"#,
+            repository_id,
+            benchmark,
+            metric,
+            machine
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// The newest `limit` points of a series on the tracked branch, oldest first.
+    pub async fn series_points(
+        &self,
+        series_id: i64,
+        limit: i64,
+    ) -> Result<Vec<SeriesPoint>, DbError> {
+        let mut points = sqlx::query_as!(
+            SeriesPoint,
+            r#"SELECT c.position AS "position!", c.sha, x.value, x.samples
+               FROM measurements x JOIN commits c ON c.id = x.commit_id
+               WHERE x.series_id = ? AND c.position IS NOT NULL
+                 AND x.id = (SELECT max(y.id) FROM measurements y
+                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+               ORDER BY c.position DESC LIMIT ?"#,
+            series_id,
+            limit
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        points.reverse();
+        Ok(points)
+    }
+}

@@ -1,0 +1,216 @@
+//! Repositories and the commits of their history.
+
+use super::{Db, DbError};
+use crate::model::CommitSha;
+
+/// A tracked repository.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RepositoryRow {
+    pub id: i64,
+    pub name: String,
+    pub url: String,
+    pub branch: String,
+    pub created_at: i64,
+}
+
+/// A commit as git describes it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CommitRecord {
+    pub sha: CommitSha,
+    pub parents: Vec<CommitSha>,
+    pub author: String,
+    pub time: i64,
+    pub message: String,
+}
+
+/// Checks a repository's name and branch before anything is stored: names appear in URLs
+/// and in paths on disk, so they are kept to a safe alphabet.
+pub fn validate_repository(name: &str, url: &str, branch: &str) -> Result<(), DbError> {
+    let safe = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    };
+    if name.is_empty() || name.len() > 64 || !safe(name) || name.starts_with('.') {
+        return Err(DbError::Invalid(format!(
+            "repository name {name:?} is not valid: use 1-64 letters, digits, '-', '_' or '.', not starting with '.'"
+        )));
+    }
+    if url.trim().is_empty() || url.len() > 2048 || url.chars().any(char::is_control) {
+        return Err(DbError::Invalid(
+            "repository url must be a non-empty path or URL of at most 2048 characters".into(),
+        ));
+    }
+    let branch_ok = !branch.is_empty()
+        && branch.len() <= 200
+        && !branch.starts_with(['-', '/'])
+        && !branch.contains("..")
+        && branch
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'));
+    if !branch_ok {
+        return Err(DbError::Invalid(format!(
+            "branch {branch:?} is not a valid branch name"
+        )));
+    }
+    Ok(())
+}
+
+impl Db {
+    /// Adds a repository to track. Refuses a name already taken.
+    pub async fn create_repository(
+        &self,
+        name: &str,
+        url: &str,
+        branch: &str,
+        now: i64,
+    ) -> Result<RepositoryRow, DbError> {
+        validate_repository(name, url, branch)?;
+        let mut tx = self.begin_write().await?;
+        let existing = sqlx::query_scalar!("SELECT id FROM repositories WHERE name = ?", name)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if existing.is_some() {
+            return Err(DbError::Conflict(format!(
+                "a repository named {name:?} already exists"
+            )));
+        }
+        let id = sqlx::query_scalar!(
+            "INSERT INTO repositories (name, url, branch, created_at) VALUES (?, ?, ?, ?) RETURNING id AS \"id!\"",
+            name,
+            url,
+            branch,
+            now
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(RepositoryRow {
+            id,
+            name: name.into(),
+            url: url.into(),
+            branch: branch.into(),
+            created_at: now,
+        })
+    }
+
+    /// The repository called `name`.
+    pub async fn repository(&self, name: &str) -> Result<RepositoryRow, DbError> {
+        sqlx::query_as!(
+            RepositoryRow,
+            "SELECT id, name, url, branch, created_at FROM repositories WHERE name = ?",
+            name
+        )
+        .fetch_optional(&self.reader)
+        .await?
+        .ok_or_else(|| DbError::NotFound(format!("repository {name:?}")))
+    }
+
+    /// Every repository, by name.
+    pub async fn repositories(&self) -> Result<Vec<RepositoryRow>, DbError> {
+        Ok(sqlx::query_as!(
+            RepositoryRow,
+            "SELECT id, name, url, branch, created_at FROM repositories ORDER BY name"
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// Records the tracked branch's first-parent chain, oldest first, and renumbers history
+    /// positions to follow it: commits that left the chain (a force-push) lose their position.
+    pub async fn record_history(
+        &self,
+        repository_id: i64,
+        chain_oldest_first: &[CommitRecord],
+    ) -> Result<(), DbError> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query!(
+            "UPDATE commits SET position = NULL WHERE repository_id = ?",
+            repository_id
+        )
+        .execute(&mut *tx)
+        .await?;
+        for (position, commit) in chain_oldest_first.iter().enumerate() {
+            upsert_commit(&mut tx, repository_id, commit, Some(position as i64)).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Records one commit (off the tracked chain, or already on it) and returns its id.
+    pub async fn record_commit(
+        &self,
+        repository_id: i64,
+        commit: &CommitRecord,
+    ) -> Result<i64, DbError> {
+        let mut tx = self.begin_write().await?;
+        let id = upsert_commit(&mut tx, repository_id, commit, None).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// The id of a known commit.
+    pub async fn commit_id(
+        &self,
+        repository_id: i64,
+        sha: &CommitSha,
+    ) -> Result<Option<i64>, DbError> {
+        let sha = sha.as_str();
+        Ok(sqlx::query_scalar!(
+            "SELECT id FROM commits WHERE repository_id = ? AND sha = ?",
+            repository_id,
+            sha
+        )
+        .fetch_optional(&self.reader)
+        .await?)
+    }
+}
+
+/// Inserts a commit or, when it is known, updates its position (keeping an existing one when
+/// `position` is `None`).
+async fn upsert_commit(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    repository_id: i64,
+    commit: &CommitRecord,
+    position: Option<i64>,
+) -> Result<i64, DbError> {
+    let sha = commit.sha.as_str();
+    let parents = commit
+        .parents
+        .iter()
+        .map(CommitSha::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let id = sqlx::query_scalar!(
+        r#"INSERT INTO commits (repository_id, sha, parents, author, committed_at, message, position)
+           VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (repository_id, sha) DO UPDATE SET position = coalesce(excluded.position, commits.position)
+           RETURNING id AS "id!" "#,
+        repository_id,
+        sha,
+        parents,
+        commit.author,
+        commit.time,
+        commit.message,
+        position
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_names_that_could_escape_a_path_are_refused() {
+        assert!(validate_repository("kymo", "/tmp/x", "main").is_ok());
+        for name in ["", "../etc", "a/b", ".hidden", "x\0y", &"n".repeat(65), "<b>"] {
+            assert!(validate_repository(name, "/tmp/x", "main").is_err(), "{name:?}");
+        }
+        for branch in ["", "-rf", "a..b", "a b", "/abs"] {
+            assert!(validate_repository("k", "/tmp/x", branch).is_err(), "{branch:?}");
+        }
+        assert!(validate_repository("k", "  ", "main").is_err());
+    }
+}

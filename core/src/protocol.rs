@@ -1,0 +1,120 @@
+//! The JSON bodies exchanged over HTTP between the CLI, workers and the server.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{CommitSha, Environment, MachineFingerprint, MachineSpecs};
+use crate::results::SuiteResults;
+
+/// `POST /api/v1/repos`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewRepository {
+    pub name: String,
+    pub url: String,
+    #[serde(default)]
+    pub branch: Option<String>,
+}
+
+/// `POST /api/v1/repos/{repo}/runs`
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// A sha, branch or tag; the tracked branch's head when absent.
+    #[serde(default)]
+    pub commit: Option<String>,
+}
+
+/// The answer to a run request: the resolved commit and the jobs created for it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunQueued {
+    pub commit: CommitSha,
+    pub jobs: Vec<i64>,
+}
+
+/// The results of one suite of one run, as a worker or `kymo upload` sends them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteUpload {
+    pub suite: String,
+    pub results: SuiteResults,
+}
+
+/// `POST /api/v1/repos/{repo}/results`: results produced outside the queue (CI).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UploadRequest {
+    pub commit: CommitSha,
+    /// Attribute the results to this registered machine instead of the uploader's.
+    #[serde(default)]
+    pub machine: Option<MachineFingerprint>,
+    /// The uploading machine's specs; required when `machine` is absent.
+    #[serde(default)]
+    pub specs: Option<MachineSpecs>,
+    #[serde(default)]
+    pub environment: Environment,
+    pub suites: Vec<SuiteUpload>,
+}
+
+/// The answer to an upload.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UploadAccepted {
+    pub run: i64,
+    pub machine: MachineFingerprint,
+    pub measurements: usize,
+}
+
+/// `POST /api/v1/worker/claim`: a worker asks for work and says who it is.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    pub specs: MachineSpecs,
+    pub environment: Environment,
+}
+
+/// The answer to a claim: a job with its lease, or nothing to do.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClaimResponse {
+    pub job: Option<ClaimedJob>,
+}
+
+/// A job handed to a worker. The lease must be renewed by heartbeat before it expires, or
+/// the job returns to the queue and the worker's later completion is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimedJob {
+    pub id: i64,
+    pub lease_id: String,
+    pub lease_seconds: i64,
+    pub repository: String,
+    pub url: String,
+    pub commit: CommitSha,
+}
+
+/// `POST /api/v1/worker/jobs/{id}/heartbeat`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heartbeat {
+    pub lease_id: String,
+}
+
+/// `POST /api/v1/worker/jobs/{id}/complete`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Completion {
+    pub lease_id: String,
+    pub environment: Environment,
+    pub outcome: JobOutcome,
+}
+
+/// How a job ended on the worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
+pub enum JobOutcome {
+    Succeeded { suites: Vec<SuiteUpload>, log: String },
+    Failed { error: String, log_tail: String },
+}
+
+/// Every API error body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiErrorBody {
+    pub error: String,
+}
