@@ -1,1 +1,720 @@
-//! TODO
+//! Git mirrors of the tracked repositories and the work trees that jobs build in.
+//!
+//! One bare mirror per repository lives under `<cache_dir>/mirrors/`; it holds every branch
+//! and tag of the remote, force-updated on each fetch, so force-pushes and deleted branches
+//! are followed. A job materialises one commit's tree into a work tree of its own.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use git2::{AutotagOption, FetchOptions, FetchPrune, ObjectType, Oid, Repository};
+
+const FETCH_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
+const REMOTE: &str = "origin";
+/// Longest mirror directory name we create, well under any filesystem's limit.
+const MAX_DIR_NAME: usize = 200;
+
+/// Why a mirror operation failed. Messages name the repository, commit or path concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorError {
+    #[error("repository name {name:?} cannot name a mirror: {reason}")]
+    InvalidName { name: String, reason: &'static str },
+    #[error("{action}: {source}")]
+    Git {
+        action: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("{action}: {source}")]
+    Io {
+        action: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{commitish:?} names no commit in the mirror of {url}")]
+    UnknownRevision { commitish: String, url: String },
+    #[error(
+        "commit {sha} is not in the mirror of {url}: it was never pushed there, or was force-pushed away"
+    )]
+    MissingCommit { sha: String, url: String },
+    #[error("{sha:?} is not a full 40-hex-digit commit sha")]
+    InvalidSha { sha: String },
+    #[error("{path} at commit {sha} is {size} bytes; the limit is {max}")]
+    FileTooLarge {
+        sha: String,
+        path: String,
+        size: usize,
+        max: usize,
+    },
+    #[error("{path} at commit {sha} is not a regular file")]
+    NotAFile { sha: String, path: String },
+}
+
+fn git(action: impl Into<String>) -> impl FnOnce(git2::Error) -> MirrorError {
+    let action = action.into();
+    move |source| MirrorError::Git { action, source }
+}
+
+fn io(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> MirrorError {
+    let action = action.into();
+    move |source| MirrorError::Io { action, source }
+}
+
+/// A commit as kymo records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// 40 lowercase hex digits.
+    pub sha: String,
+    /// Parent shas, first parent first.
+    pub parents: Vec<String>,
+    /// `Name <email>` of the author.
+    pub author: String,
+    /// Committer time in unix seconds: when the commit was made in the history it is in
+    /// (a rebase keeps the author time but not this one).
+    pub time: i64,
+    /// The full message.
+    pub message: String,
+}
+
+/// A bare mirror of one remote repository.
+pub struct Mirror {
+    repo: Repository,
+    path: PathBuf,
+    url: String,
+}
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mirror")
+            .field("path", &self.path)
+            .field("url", &self.url)
+            .finish()
+    }
+}
+
+/// Maps a repository name to a directory name that cannot leave `mirrors/`: ASCII letters,
+/// digits, `_` and `-` are kept, as is `.` anywhere but first; every other byte becomes
+/// `%XX`. The mapping is injective, so distinct names never share a mirror.
+pub fn mirror_dir_name(repo_name: &str) -> Result<String, MirrorError> {
+    let invalid = |reason| MirrorError::InvalidName {
+        name: repo_name.chars().take(80).collect(),
+        reason,
+    };
+    if repo_name.is_empty() {
+        return Err(invalid("it is empty"));
+    }
+    let mut out = String::with_capacity(repo_name.len() + 4);
+    for (i, b) in repo_name.bytes().enumerate() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out.push_str(".git");
+    if out.len() > MAX_DIR_NAME {
+        return Err(invalid("it is too long"));
+    }
+    Ok(out)
+}
+
+impl Mirror {
+    /// Opens the mirror of `repo_name` under `cache_dir`, or clones `url` (a local path, a
+    /// `file://` URL, or whatever transports this build of libgit2 supports) into a new one.
+    /// An existing mirror is not fetched; its remote is pointed at `url` if that changed.
+    pub fn open_or_clone(
+        cache_dir: &Path,
+        repo_name: &str,
+        url: &str,
+    ) -> Result<Mirror, MirrorError> {
+        let mirrors = cache_dir.join("mirrors");
+        let path = mirrors.join(mirror_dir_name(repo_name)?);
+        if let Ok(repo) = Repository::open_bare(&path) {
+            let current = repo
+                .find_remote(REMOTE)
+                .ok()
+                .and_then(|r| r.url().ok().map(str::to_owned));
+            if current.as_deref() != Some(url) {
+                repo.remote_set_url(REMOTE, url)
+                    .map_err(git(format!("pointing the mirror of {repo_name} at {url}")))?;
+            }
+            return Ok(Mirror {
+                repo,
+                path,
+                url: url.to_owned(),
+            });
+        }
+        // Clone beside the final place and rename, so that an interrupted clone never leaves
+        // a half-filled mirror where the next job would open it.
+        fs::create_dir_all(&mirrors).map_err(io(format!("creating {}", mirrors.display())))?;
+        let partial = path.with_extension(format!("partial-{}", std::process::id()));
+        remove_if_present(&partial)?;
+        remove_if_present(&path)?;
+        let result = Self::clone_into(&partial, url).and_then(|()| {
+            fs::rename(&partial, &path)
+                .map_err(io(format!("moving the clone to {}", path.display())))
+        });
+        if let Err(error) = result {
+            let _ = fs::remove_dir_all(&partial);
+            return Err(error);
+        }
+        let repo =
+            Repository::open_bare(&path).map_err(git(format!("opening {}", path.display())))?;
+        Ok(Mirror {
+            repo,
+            path,
+            url: url.to_owned(),
+        })
+    }
+
+    fn clone_into(path: &Path, url: &str) -> Result<(), MirrorError> {
+        let repo =
+            Repository::init_bare(path).map_err(git(format!("creating {}", path.display())))?;
+        repo.remote_with_fetch(REMOTE, url, FETCH_REFSPECS[0])
+            .map_err(git(format!("adding remote {url}")))?;
+        fetch_all(&repo, url)
+    }
+
+    /// Where the mirror lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Fetches every branch and tag, force-updating moved refs and pruning deleted ones.
+    pub fn fetch(&self) -> Result<(), MirrorError> {
+        fetch_all(&self.repo, &self.url)
+    }
+
+    /// The commit that a branch, tag, sha or other revision expression names.
+    pub fn resolve(&self, commitish: &str) -> Result<String, MirrorError> {
+        let unknown = || MirrorError::UnknownRevision {
+            commitish: commitish.chars().take(80).collect(),
+            url: self.url.clone(),
+        };
+        if commitish.is_empty() || commitish.starts_with('-') || commitish.len() > 256 {
+            return Err(unknown());
+        }
+        let object = self
+            .repo
+            .revparse_single(commitish)
+            .map_err(|_| unknown())?;
+        let commit = object.peel_to_commit().map_err(|_| unknown())?;
+        Ok(commit.id().to_string())
+    }
+
+    /// Whether the mirror holds the commit with this full sha.
+    pub fn has_commit(&self, sha: &str) -> bool {
+        self.find_commit(sha).is_ok()
+    }
+
+    fn find_commit(&self, sha: &str) -> Result<git2::Commit<'_>, MirrorError> {
+        if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(MirrorError::InvalidSha {
+                sha: sha.chars().take(80).collect(),
+            });
+        }
+        let missing = || MirrorError::MissingCommit {
+            sha: sha.to_owned(),
+            url: self.url.clone(),
+        };
+        let oid = Oid::from_str(sha).map_err(|_| missing())?;
+        self.repo.find_commit(oid).map_err(|_| missing())
+    }
+
+    /// The recorded facts about one commit.
+    pub fn commit_info(&self, sha: &str) -> Result<CommitInfo, MirrorError> {
+        Ok(info_of(&self.find_commit(sha)?))
+    }
+
+    /// Up to `limit` commits of `branch`'s first-parent chain, newest (the tip) first: the
+    /// order kymo's history follows.
+    pub fn first_parent_history(
+        &self,
+        branch: &str,
+        limit: usize,
+    ) -> Result<Vec<CommitInfo>, MirrorError> {
+        let tip = match self.repo.find_reference(&format!("refs/heads/{branch}")) {
+            Ok(reference) => reference
+                .peel_to_commit()
+                .map_err(git(format!("reading branch {branch}")))?,
+            Err(_) => self.find_commit(&self.resolve(branch)?)?,
+        };
+        let mut history = Vec::with_capacity(limit.min(1024));
+        let mut next = Some(tip);
+        while let Some(commit) = next.take() {
+            if history.len() >= limit {
+                break;
+            }
+            history.push(info_of(&commit));
+            next = commit.parent(0).ok();
+        }
+        Ok(history)
+    }
+
+    /// Makes `worktree` hold exactly the tree of commit `sha`: creates it if needed, removes
+    /// everything already in it, then writes the commit's files.
+    pub fn checkout(&self, sha: &str, worktree: &Path) -> Result<(), MirrorError> {
+        let commit = self.find_commit(sha)?;
+        let tree = commit
+            .tree()
+            .map_err(git(format!("reading the tree of {sha}")))?;
+        if worktree.parent().is_none() || worktree.starts_with(&self.path) {
+            return Err(MirrorError::Io {
+                action: format!("checking out into {}", worktree.display()),
+                source: std::io::Error::other("refusing to use this directory as a work tree"),
+            });
+        }
+        fs::create_dir_all(worktree).map_err(io(format!("creating {}", worktree.display())))?;
+        empty_dir(worktree)?;
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout
+            .target_dir(worktree)
+            .force()
+            .recreate_missing(true)
+            .update_index(false);
+        self.repo
+            .checkout_tree(tree.as_object(), Some(&mut checkout))
+            .map_err(git(format!(
+                "checking out {sha} into {}",
+                worktree.display()
+            )))
+    }
+
+    /// The contents of `path` in commit `sha`, or `None` if the commit has no such path.
+    /// Files over `max_bytes` are an error, found without reading them.
+    pub fn read_file_at(
+        &self,
+        sha: &str,
+        path: &str,
+        max_bytes: usize,
+    ) -> Result<Option<Vec<u8>>, MirrorError> {
+        let commit = self.find_commit(sha)?;
+        let tree = commit
+            .tree()
+            .map_err(git(format!("reading the tree of {sha}")))?;
+        let Ok(entry) = tree.get_path(Path::new(path)) else {
+            return Ok(None);
+        };
+        let not_a_file = || MirrorError::NotAFile {
+            sha: sha.to_owned(),
+            path: path.to_owned(),
+        };
+        if entry.kind() != Some(ObjectType::Blob) || entry.filemode() == 0o120000 {
+            return Err(not_a_file());
+        }
+        let odb = self
+            .repo
+            .odb()
+            .map_err(git("opening the object database"))?;
+        let (size, _) = odb
+            .read_header(entry.id())
+            .map_err(git(format!("reading {path} at {sha}")))?;
+        if size > max_bytes {
+            return Err(MirrorError::FileTooLarge {
+                sha: sha.to_owned(),
+                path: path.to_owned(),
+                size,
+                max: max_bytes,
+            });
+        }
+        let blob = self
+            .repo
+            .find_blob(entry.id())
+            .map_err(git(format!("reading {path} at {sha}")))?;
+        Ok(Some(blob.content().to_vec()))
+    }
+}
+
+fn fetch_all(repo: &Repository, url: &str) -> Result<(), MirrorError> {
+    let mut remote = repo
+        .find_remote(REMOTE)
+        .map_err(git("finding the mirror's remote"))?;
+    let mut options = FetchOptions::new();
+    options
+        .prune(FetchPrune::On)
+        .download_tags(AutotagOption::None);
+    remote
+        .fetch(&FETCH_REFSPECS, Some(&mut options), None)
+        .map_err(git(format!("fetching {url}")))
+}
+
+fn info_of(commit: &git2::Commit<'_>) -> CommitInfo {
+    let author = commit.author();
+    CommitInfo {
+        sha: commit.id().to_string(),
+        parents: commit.parent_ids().map(|id| id.to_string()).collect(),
+        author: format!(
+            "{} <{}>",
+            String::from_utf8_lossy(author.name_bytes()),
+            String::from_utf8_lossy(author.email_bytes())
+        ),
+        time: commit.time().seconds(),
+        message: String::from_utf8_lossy(commit.message_bytes()).into_owned(),
+    }
+}
+
+fn remove_if_present(path: &Path) -> Result<(), MirrorError> {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(io(format!("removing {}", path.display()))(e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Removes every entry of `dir` without following symlinks out of it.
+fn empty_dir(dir: &Path) -> Result<(), MirrorError> {
+    let entries = fs::read_dir(dir).map_err(io(format!("listing {}", dir.display())))?;
+    for entry in entries {
+        let entry = entry.map_err(io(format!("listing {}", dir.display())))?;
+        let path = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        let removed = if is_dir {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        removed.map_err(io(format!("removing {}", path.display())))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git2::{Signature, Time};
+    use tempfile::TempDir;
+
+    /// A throwaway source repository whose commits are built directly from file lists.
+    struct Source {
+        dir: TempDir,
+        repo: Repository,
+        clock: i64,
+    }
+
+    impl Source {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let repo = Repository::init_bare(dir.path()).unwrap();
+            Source {
+                dir,
+                repo,
+                clock: 1_700_000_000,
+            }
+        }
+
+        fn url(&self) -> String {
+            self.dir.path().to_str().unwrap().to_owned()
+        }
+
+        /// Commits a tree holding exactly `files` onto `branch`, with the given parents.
+        fn commit(
+            &mut self,
+            branch: &str,
+            files: &[(&str, &str)],
+            message: &str,
+            parents: &[Oid],
+        ) -> Oid {
+            let empty = self.repo.treebuilder(None).unwrap().write().unwrap();
+            let empty = self.repo.find_tree(empty).unwrap();
+            let mut update = git2::build::TreeUpdateBuilder::new();
+            for (path, content) in files {
+                let blob = self.repo.blob(content.as_bytes()).unwrap();
+                update.upsert(*path, blob, git2::FileMode::Blob);
+            }
+            let tree = update.create_updated(&self.repo, &empty).unwrap();
+            let tree = self.repo.find_tree(tree).unwrap();
+            self.clock += 60;
+            let who = Signature::new("Ada Lovelace", "ada@example.com", &Time::new(self.clock, 0))
+                .unwrap();
+            let parents: Vec<_> = parents
+                .iter()
+                .map(|p| self.repo.find_commit(*p).unwrap())
+                .collect();
+            let parents: Vec<_> = parents.iter().collect();
+            let oid = self
+                .repo
+                .commit(None, &who, &who, message, &tree, &parents)
+                .unwrap();
+            self.repo
+                .reference(&format!("refs/heads/{branch}"), oid, true, "test")
+                .unwrap();
+            oid
+        }
+    }
+
+    fn read(dir: &Path, path: &str) -> Option<String> {
+        fs::read_to_string(dir.join(path)).ok()
+    }
+
+    #[test]
+    fn clone_resolves_branches_and_records_commit_facts() {
+        let mut source = Source::new();
+        let first = source.commit("main", &[("a.txt", "1")], "first", &[]);
+        let second = source.commit("main", &[("a.txt", "2")], "second\n\nbody\n", &[first]);
+        let cache = tempfile::tempdir().unwrap();
+        let mirror = Mirror::open_or_clone(cache.path(), "demo", &source.url()).unwrap();
+        assert!(mirror.path().starts_with(cache.path().join("mirrors")));
+        assert_eq!(mirror.resolve("main").unwrap(), second.to_string());
+        assert_eq!(mirror.resolve("main~1").unwrap(), first.to_string());
+        assert_eq!(
+            mirror.resolve(&second.to_string()[..12]).unwrap(),
+            second.to_string()
+        );
+        assert!(matches!(
+            mirror.resolve("nope"),
+            Err(MirrorError::UnknownRevision { .. })
+        ));
+        assert!(matches!(
+            mirror.resolve("--all"),
+            Err(MirrorError::UnknownRevision { .. })
+        ));
+        assert!(mirror.has_commit(&first.to_string()));
+        assert!(!mirror.has_commit(&"0".repeat(40)));
+        assert!(!mirror.has_commit(&first.to_string()[..10]));
+        let info = mirror.commit_info(&second.to_string()).unwrap();
+        assert_eq!(info.sha, second.to_string());
+        assert_eq!(info.parents, vec![first.to_string()]);
+        assert_eq!(info.author, "Ada Lovelace <ada@example.com>");
+        assert_eq!(info.time, 1_700_000_120);
+        assert_eq!(info.message, "second\n\nbody\n");
+    }
+
+    #[test]
+    fn fetch_follows_new_commits_tags_force_pushes_and_deleted_branches() {
+        let mut source = Source::new();
+        let first = source.commit("main", &[("a", "1")], "first", &[]);
+        source.commit("topic", &[("t", "1")], "topic", &[first]);
+        let cache = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", source.url());
+        let mirror = Mirror::open_or_clone(cache.path(), "demo", &url).unwrap();
+        assert!(mirror.resolve("topic").is_ok());
+
+        let second = source.commit("main", &[("a", "2")], "second", &[first]);
+        let tagged = source.repo.find_object(second, None).unwrap();
+        let who = Signature::now("T", "t@example.com").unwrap();
+        source
+            .repo
+            .tag("v1", &tagged, &who, "release", false)
+            .unwrap();
+        source
+            .repo
+            .find_reference("refs/heads/topic")
+            .unwrap()
+            .delete()
+            .unwrap();
+        assert_eq!(mirror.resolve("main").unwrap(), first.to_string());
+        mirror.fetch().unwrap();
+        assert_eq!(mirror.resolve("main").unwrap(), second.to_string());
+        assert_eq!(mirror.resolve("v1").unwrap(), second.to_string());
+        assert!(
+            mirror.resolve("topic").is_err(),
+            "deleted branches are pruned"
+        );
+
+        source
+            .repo
+            .reference("refs/heads/main", first, true, "force-push")
+            .unwrap();
+        mirror.fetch().unwrap();
+        assert_eq!(mirror.resolve("main").unwrap(), first.to_string());
+    }
+
+    #[test]
+    fn first_parent_history_skips_merged_branches_newest_first() {
+        let mut source = Source::new();
+        let root = source.commit("main", &[("f", "0")], "root", &[]);
+        let side = source.commit("feature", &[("f", "side")], "side", &[root]);
+        let main = source.commit("main", &[("f", "main")], "main", &[root]);
+        let merge = source.commit("main", &[("f", "merged")], "merge", &[main, side]);
+        let cache = tempfile::tempdir().unwrap();
+        let mirror = Mirror::open_or_clone(cache.path(), "demo", &source.url()).unwrap();
+        let shas = |n| -> Vec<String> {
+            mirror
+                .first_parent_history("main", n)
+                .unwrap()
+                .into_iter()
+                .map(|c| c.sha)
+                .collect()
+        };
+        let expected: Vec<String> = [merge, main, root].iter().map(Oid::to_string).collect();
+        assert_eq!(shas(100), expected);
+        assert_eq!(shas(2), expected[..2]);
+        assert!(shas(0).is_empty());
+        let history = mirror.first_parent_history("main", 1).unwrap();
+        assert_eq!(history[0].parents, vec![main.to_string(), side.to_string()]);
+        assert!(mirror.first_parent_history("missing", 5).is_err());
+    }
+
+    #[test]
+    fn checkout_replaces_the_work_tree_with_each_commit() {
+        let mut source = Source::new();
+        let files = [
+            ("a.txt", "one"),
+            ("dir/b.txt", "bee"),
+            ("dir/deep/c.txt", "sea"),
+        ];
+        let first = source.commit("main", &files, "first", &[]);
+        let second = source.commit(
+            "main",
+            &[("a.txt", "two"), ("new.txt", "new")],
+            "second",
+            &[first],
+        );
+        let cache = tempfile::tempdir().unwrap();
+        let mirror = Mirror::open_or_clone(cache.path(), "demo", &source.url()).unwrap();
+        let worktree = cache.path().join("work").join("job-1");
+
+        mirror.checkout(&first.to_string(), &worktree).unwrap();
+        assert_eq!(read(&worktree, "a.txt").as_deref(), Some("one"));
+        assert_eq!(read(&worktree, "dir/deep/c.txt").as_deref(), Some("sea"));
+        fs::write(worktree.join("stale.log"), "left over").unwrap();
+        fs::create_dir_all(worktree.join("build/out")).unwrap();
+
+        mirror.checkout(&second.to_string(), &worktree).unwrap();
+        assert_eq!(read(&worktree, "a.txt").as_deref(), Some("two"));
+        assert_eq!(read(&worktree, "new.txt").as_deref(), Some("new"));
+        for gone in ["dir", "stale.log", "build"] {
+            assert!(!worktree.join(gone).exists(), "{gone} should be gone");
+        }
+        mirror.checkout(&first.to_string(), &worktree).unwrap();
+        assert_eq!(read(&worktree, "dir/b.txt").as_deref(), Some("bee"));
+        assert!(!worktree.join("new.txt").exists());
+        assert!(mirror.path().join("HEAD").exists(), "the mirror stays bare");
+        assert!(
+            !mirror.path().join("index").exists(),
+            "checkout leaves no index in it"
+        );
+    }
+
+    #[test]
+    fn checkout_of_a_missing_commit_names_it() {
+        let mut source = Source::new();
+        source.commit("main", &[("a", "1")], "first", &[]);
+        let cache = tempfile::tempdir().unwrap();
+        let mirror = Mirror::open_or_clone(cache.path(), "demo", &source.url()).unwrap();
+        let missing = "ab".repeat(20);
+        let error = mirror
+            .checkout(&missing, &cache.path().join("w"))
+            .unwrap_err();
+        assert!(matches!(error, MirrorError::MissingCommit { .. }));
+        assert!(error.to_string().contains(&missing), "{error}");
+        let error = mirror
+            .checkout("main", &cache.path().join("w"))
+            .unwrap_err();
+        assert!(matches!(error, MirrorError::InvalidSha { .. }), "{error}");
+    }
+
+    #[test]
+    fn read_file_at_distinguishes_missing_large_and_directory_paths() {
+        let mut source = Source::new();
+        let sha = source
+            .commit(
+                "main",
+                &[("kymo.toml", "[[suite]]"), ("src/lib.rs", "//")],
+                "c",
+                &[],
+            )
+            .to_string();
+        let cache = tempfile::tempdir().unwrap();
+        let mirror = Mirror::open_or_clone(cache.path(), "demo", &source.url()).unwrap();
+        assert_eq!(
+            mirror
+                .read_file_at(&sha, "kymo.toml", 100)
+                .unwrap()
+                .unwrap(),
+            b"[[suite]]"
+        );
+        assert_eq!(
+            mirror.read_file_at(&sha, "missing.toml", 100).unwrap(),
+            None
+        );
+        assert_eq!(
+            mirror.read_file_at(&sha, "../kymo.toml", 100).unwrap(),
+            None
+        );
+        assert!(matches!(
+            mirror.read_file_at(&sha, "kymo.toml", 8),
+            Err(MirrorError::FileTooLarge {
+                size: 9,
+                max: 8,
+                ..
+            })
+        ));
+        assert!(matches!(
+            mirror.read_file_at(&sha, "src", 100),
+            Err(MirrorError::NotAFile { .. })
+        ));
+    }
+
+    #[test]
+    fn hostile_repository_names_stay_inside_the_cache() {
+        for name in [
+            "../escape",
+            "..",
+            ".",
+            "a/b",
+            "/abs",
+            "a\0b",
+            "nul\u{0}",
+            "%2E",
+            "ünï",
+        ] {
+            let dir = mirror_dir_name(name).unwrap();
+            assert!(
+                !dir.contains('/') && !dir.contains('\0') && !dir.starts_with('.'),
+                "{dir}"
+            );
+        }
+        assert_ne!(
+            mirror_dir_name("a/b").unwrap(),
+            mirror_dir_name("a%2Fb").unwrap()
+        );
+        assert_eq!(
+            mirror_dir_name("kymo-demo_1.x").unwrap(),
+            "kymo-demo_1.x.git"
+        );
+        assert!(mirror_dir_name("").is_err());
+        assert!(mirror_dir_name(&"/".repeat(100)).is_err());
+
+        let mut source = Source::new();
+        let sha = source.commit("main", &[("a", "1")], "first", &[]);
+        let cache = tempfile::tempdir().unwrap();
+        let mirror = Mirror::open_or_clone(cache.path(), "../../escape", &source.url()).unwrap();
+        assert_eq!(
+            mirror.path().parent().unwrap(),
+            cache.path().join("mirrors")
+        );
+        assert!(mirror.has_commit(&sha.to_string()));
+    }
+
+    #[test]
+    fn reopening_reuses_the_mirror_and_follows_a_new_url() {
+        let mut first_source = Source::new();
+        let old = first_source.commit("main", &[("a", "1")], "old", &[]);
+        let mut second_source = Source::new();
+        let new = second_source.commit("main", &[("b", "2")], "new", &[]);
+        let cache = tempfile::tempdir().unwrap();
+        Mirror::open_or_clone(cache.path(), "demo", &first_source.url()).unwrap();
+        let reopened = Mirror::open_or_clone(cache.path(), "demo", &second_source.url()).unwrap();
+        assert!(
+            reopened.has_commit(&old.to_string()),
+            "the old objects are kept"
+        );
+        reopened.fetch().unwrap();
+        assert_eq!(reopened.resolve("main").unwrap(), new.to_string());
+    }
+
+    #[test]
+    fn a_failed_clone_leaves_nothing_behind() {
+        let cache = tempfile::tempdir().unwrap();
+        let missing = cache.path().join("no-such-repo");
+        let error =
+            Mirror::open_or_clone(cache.path(), "demo", missing.to_str().unwrap()).unwrap_err();
+        assert!(error.to_string().contains("no-such-repo"), "{error}");
+        let left: Vec<_> = fs::read_dir(cache.path().join("mirrors"))
+            .unwrap()
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
