@@ -1,0 +1,395 @@
+use std::time::{Duration, Instant};
+
+use super::markup::{push_escaped, push_number, safe_href};
+use super::*;
+
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+fn point(position: usize, value: f64) -> TrendPoint {
+    TrendPoint {
+        position,
+        sha: format!("{position:0>10}{}", &SHA[10..]),
+        value,
+        low: None,
+        high: None,
+        href: format!("/repos/demo/commits/{position}"),
+    }
+}
+
+fn series(values: &[f64]) -> Vec<TrendPoint> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| point(i, *v))
+        .collect()
+}
+
+fn render(points: &[TrendPoint]) -> String {
+    let chart = TrendChart {
+        title: "bus/steady/one_subscriber · time",
+        unit: "ns",
+        points,
+        width: 800,
+        height: 320,
+    };
+    render_trend_svg(&chart).expect("renders")
+}
+
+/// Checks that `svg` is one well-formed element: tags balance, attributes are quoted, and every
+/// `&` starts an entity. Returns the number of elements, so callers can assert on structure.
+fn assert_well_formed(svg: &str) -> usize {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut elements = 0;
+    let mut rest = svg.trim();
+    assert!(
+        rest.starts_with("<svg "),
+        "not an svg element: {:.60}",
+        rest
+    );
+    while let Some(open) = rest.find('<') {
+        assert_text(&rest[..open]);
+        rest = &rest[open + 1..];
+        let close = rest.find('>').expect("unterminated tag");
+        let tag = &rest[..close];
+        rest = &rest[close + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop(), Some(name), "mismatched </{name}>");
+            assert!(
+                !stack.is_empty() || rest.trim().is_empty(),
+                "content after root"
+            );
+            continue;
+        }
+        assert!(!stack.is_empty() || elements == 0, "second root element");
+        elements += 1;
+        let (tag, self_closing) = match tag.strip_suffix('/') {
+            Some(tag) => (tag, true),
+            None => (tag, false),
+        };
+        let name_end = tag.find(char::is_whitespace).unwrap_or(tag.len());
+        let (name, mut attributes) = tag.split_at(name_end);
+        assert!(!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric()));
+        loop {
+            attributes = attributes.trim_start();
+            if attributes.is_empty() {
+                break;
+            }
+            let (key, value) = attributes.split_once("=\"").expect("attribute not quoted");
+            assert!(
+                key.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-:".contains(c))
+            );
+            let end = value.find('"').expect("attribute not closed");
+            assert_text(&value[..end]);
+            attributes = &value[end + 1..];
+        }
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    assert_text(rest);
+    assert!(stack.is_empty(), "unclosed elements: {stack:?}");
+    elements
+}
+
+fn assert_text(text: &str) {
+    assert!(
+        !text.contains('<') && !text.contains('>'),
+        "raw markup in {text:?}"
+    );
+    for (i, _) in text.match_indices('&') {
+        let entity = &text[i..text[i..].find(';').map_or(text.len(), |e| i + e + 1)];
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&entity),
+            "bare & in {text:?}"
+        );
+    }
+}
+
+fn circles_cy(svg: &str) -> Vec<i32> {
+    svg.match_indices("cy=\"")
+        .map(|(i, _)| {
+            let rest = &svg[i + 4..];
+            rest[..rest.find('"').unwrap()].parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn every_finite_point_is_one_link_with_a_tooltip() {
+    let mut points = series(&[96.1, 95.7, f64::NAN, 97.0, f64::INFINITY, 96.4]);
+    points[5].value = f64::NEG_INFINITY;
+    let svg = render(&points);
+    assert_well_formed(&svg);
+    assert_eq!(svg.matches("<a ").count(), 3);
+    assert_eq!(svg.matches("<circle ").count(), 3);
+    assert!(svg.contains("<a href=\"/repos/demo/commits/3\"><title>0000000003: 97 ns</title>"));
+    assert!(svg.contains("<title>0000000001: 95.7 ns</title>"));
+}
+
+#[test]
+fn the_svg_scales_with_its_container_and_has_an_accessible_name() {
+    let svg = render(&series(&[1.0, 2.0]));
+    let root = &svg[..svg.find('>').unwrap()];
+    assert!(root.contains("viewBox=\"0 0 800 320\""));
+    assert!(root.contains("width=\"100%\""));
+    assert!(root.contains("role=\"img\""));
+    assert!(root.contains("aria-label=\"bus/steady/one_subscriber · time in ns: 2 commits\""));
+    assert!(!svg.contains("<?xml"));
+    assert!(
+        svg.contains(">\nvalue (ns)\n</text>"),
+        "y label names the unit"
+    );
+}
+
+#[test]
+fn user_strings_are_escaped_everywhere() {
+    let mut points = series(&[1.0, 2.0]);
+    points[0].sha = "<script>alert('sha')</script>".into();
+    points[0].href = "/c/\"><script>alert(1)</script>".into();
+    points[1].sha = "a&b\u{1}c".into();
+    let chart = TrendChart {
+        title: "<script>alert(\"title\")</script>",
+        unit: "\"'&<>",
+        points: &points,
+        width: 800,
+        height: 320,
+    };
+    let svg = render_trend_svg(&chart).unwrap();
+    assert_well_formed(&svg);
+    assert!(!svg.contains("<script"));
+    assert!(svg.contains("&lt;script&gt;alert(&quot;title&quot;)&lt;/script&gt;"));
+    assert!(svg.contains("href=\"/c/&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;\""));
+    assert!(svg.contains("<title>&lt;script&gt;al: 1 &quot;&apos;&amp;&lt;&gt;</title>"));
+    assert!(svg.contains("<title>a&amp;b\u{fffd}c: 2 "));
+}
+
+#[test]
+fn links_that_could_run_script_are_neutralised() {
+    assert_eq!(safe_href("javascript:alert(1)"), "#");
+    assert_eq!(safe_href("JavaScript:alert(1)"), "#");
+    assert_eq!(safe_href(" javascript:alert(1)"), "#");
+    assert_eq!(safe_href("java\tscript:alert(1)"), "#");
+    assert_eq!(safe_href("data:text/html,x"), "#");
+    assert_eq!(
+        safe_href("/repos/a/commits/b?x=y:z"),
+        "/repos/a/commits/b?x=y:z"
+    );
+    assert_eq!(
+        safe_href("https://git.example/c/1"),
+        "https://git.example/c/1"
+    );
+    assert_eq!(safe_href("commits/abc"), "commits/abc");
+    let mut points = series(&[1.0]);
+    points[0].href = "javascript:alert(1)".into();
+    assert!(render(&points).contains("<a href=\"#\">"));
+}
+
+#[test]
+fn an_empty_series_says_no_data_yet() {
+    for points in [vec![], series(&[f64::NAN, f64::INFINITY])] {
+        let svg = render(&points);
+        assert_well_formed(&svg);
+        assert!(svg.contains(">no data yet</text>"));
+        assert!(svg.contains("role=\"img\""));
+        assert!(!svg.contains("<a "));
+    }
+}
+
+#[test]
+fn absurd_sizes_are_rejected() {
+    let points = series(&[1.0]);
+    for (width, height) in [
+        (0, 300),
+        (800, 0),
+        (10_001, 300),
+        (800, 20_000),
+        (u32::MAX, 1),
+    ] {
+        let chart = TrendChart {
+            title: "t",
+            unit: "ns",
+            points: &points,
+            width,
+            height,
+        };
+        let err = render_trend_svg(&chart).unwrap_err();
+        assert!(
+            matches!(err, ChartError::InvalidSize { .. }),
+            "{width}x{height}: {err}"
+        );
+    }
+    for (width, height) in [(MIN_WIDTH, MIN_HEIGHT), (MAX_SIDE, MAX_SIDE)] {
+        let chart = TrendChart {
+            title: "t",
+            unit: "ns",
+            points: &points,
+            width,
+            height,
+        };
+        assert_well_formed(&render_trend_svg(&chart).unwrap());
+    }
+}
+
+#[test]
+fn degenerate_series_render_valid_svg() {
+    let cases: [&[f64]; 8] = [
+        &[42.0],
+        &[0.0],
+        &[7.0; 20],
+        &[1e-9, 1.1e-9, 0.9e-9],
+        &[1e12, 1.05e12, 1e12],
+        &[1e-320, 2e-320],
+        &[-5.0, 5.0, 1e300],
+        &[1e308, -1e308, 3.0],
+    ];
+    for values in cases {
+        let svg = render(&series(values));
+        assert_well_formed(&svg);
+        let plottable = values.iter().filter(|v| v.abs() <= 1e300).count();
+        assert_eq!(svg.matches("<a ").count(), plottable, "{values:?}");
+    }
+}
+
+#[test]
+fn positions_far_apart_or_huge_do_not_overflow() {
+    let mut points = series(&[1.0, 2.0, 3.0]);
+    points[1].position = 1 << 40;
+    points[2].position = usize::MAX;
+    let svg = render(&points);
+    assert_well_formed(&svg);
+    assert_eq!(svg.matches("<a ").count(), 3);
+}
+
+#[test]
+fn a_single_point_is_one_commit() {
+    let svg = render(&series(&[42.0]));
+    assert!(svg.contains("aria-label=\"bus/steady/one_subscriber · time in ns: 1 commit\""));
+    assert!(svg.contains("<title>0000000000: 42 ns</title>"));
+}
+
+#[test]
+fn a_five_percent_step_spans_most_of_the_plot() {
+    let svg = render(&series(&[100.0, 100.0, 100.0, 105.0, 105.0, 105.0]));
+    let cy = circles_cy(&svg);
+    assert!(cy[0] - cy[5] > 320 / 2, "step too flat: {cy:?}");
+}
+
+#[test]
+fn jitter_below_a_percent_is_not_blown_up() {
+    let svg = render(&series(&[1000.0, 1000.1, 999.9, 1000.0]));
+    let cy = circles_cy(&svg);
+    let spread = cy.iter().max().unwrap() - cy.iter().min().unwrap();
+    assert!(spread < 320 / 10, "jitter exaggerated: {cy:?}");
+}
+
+#[test]
+fn whiskers_are_drawn_and_widen_the_range() {
+    let plain = series(&[10.0, 11.0, 10.5]);
+    let mut spread = plain.clone();
+    spread[1].low = Some(8.0);
+    spread[1].high = Some(14.0);
+    spread[2].high = Some(f64::NAN);
+    let (plain_svg, spread_svg) = (render(&plain), render(&spread));
+    assert_well_formed(&spread_svg);
+    // One whisker (a vertical line and two caps) and no whisker for a NaN bound.
+    let whisker_strokes = |svg: &str| svg.matches("opacity=\"0.45\"").count();
+    assert_eq!(whisker_strokes(&plain_svg), 0);
+    assert_eq!(whisker_strokes(&spread_svg), 3);
+    assert!(spread_svg.contains("<title>0000000001: 11 ns (8 to 14)</title>"));
+    let (plain_cy, spread_cy) = (circles_cy(&plain_svg), circles_cy(&spread_svg));
+    assert!(spread_cy[0] - spread_cy[1] < plain_cy[0] - plain_cy[1]);
+}
+
+#[test]
+fn points_are_plotted_in_history_order_whatever_the_input_order() {
+    let sorted = series(&[3.0, 1.0, 4.0, 1.0, 5.0]);
+    let reversed: Vec<TrendPoint> = sorted.iter().rev().cloned().collect();
+    assert_eq!(render(&sorted), render(&reversed));
+}
+
+#[test]
+fn tooltip_numbers_keep_five_significant_digits() {
+    let cases = [
+        (96.1234, "96.123"),
+        (12345.6, "12346"),
+        (0.0123, "0.0123"),
+        (0.0, "0"),
+        (-0.5, "-0.5"),
+        (1e12, "1e12"),
+        (1.234567e-9, "1.2346e-9"),
+        (999_999_999.0, "999999999"),
+        (0.1 + 0.2, "0.3"),
+        (-0.000_01, "-1e-5"),
+        (-0.000_000_000_1, "-1e-10"),
+        (0.001, "0.001"),
+        (1.999_996, "2"),
+    ];
+    for (value, expected) in cases {
+        let mut out = String::from(">");
+        push_number(&mut out, value);
+        assert_eq!(out, format!(">{expected}"), "{value}");
+    }
+}
+
+#[test]
+fn axis_labels_tell_neighbouring_ticks_apart() {
+    for (lo, hi) in [
+        (0.99e12, 1.01e12),
+        (0.9e-9, 1.1e-9),
+        (95.0, 105.0),
+        (-0.6, 0.6),
+    ] {
+        let format = AxisFormat::for_range(lo, hi, 6);
+        let step = (hi - lo) / 6.0;
+        let labels: Vec<String> = (0..=6)
+            .map(|i| format.format(lo + step * i as f64))
+            .collect();
+        let mut unique = labels.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), labels.len(), "{labels:?}");
+    }
+}
+
+#[test]
+fn escaping_leaves_plain_text_untouched() {
+    let mut out = String::new();
+    push_escaped(&mut out, "plain ascii and ünïcode\t\u{feff}\n");
+    assert_eq!(out, "plain ascii and ünïcode\t\u{feff}\n");
+    out.clear();
+    push_escaped(&mut out, "\0a\u{fffe}b\u{ffff}\u{1f}<");
+    assert_eq!(out, "\u{fffd}a\u{fffd}b\u{fffd}\u{fffd}&lt;");
+}
+
+fn median_render_time(count: usize) -> Duration {
+    let mut points: Vec<TrendPoint> = (0..count)
+        .map(|i| {
+            point(
+                i,
+                100.0 + (i % 17) as f64 * 0.3 + if i > count / 2 { 6.0 } else { 0.0 },
+            )
+        })
+        .collect();
+    for p in points.iter_mut().step_by(3) {
+        (p.low, p.high) = (Some(p.value - 1.0), Some(p.value + 1.0));
+    }
+    let mut times: Vec<Duration> = (0..15)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(render(&points));
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Run with `cargo test --release -p kymo-server chart -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing check; meaningful only in a release build"]
+fn ten_thousand_points_render_well_under_thirty_milliseconds() {
+    let (thousand, ten_thousand) = (median_render_time(1_000), median_render_time(10_000));
+    println!("median render: 1,000 points {thousand:?}, 10,000 points {ten_thousand:?}");
+    let budget = if cfg!(debug_assertions) { 500 } else { 30 };
+    assert!(ten_thousand < Duration::from_millis(budget));
+}
