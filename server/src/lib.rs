@@ -1,6 +1,48 @@
-//! kymo-server: the HTTP service.
+//! kymo-server: the HTTP service and the `kymo` command line.
 //!
-//! It owns the JSON API, the job queue's HTTP face, ingest of uploaded results and the
-//! dashboard pages. SQL lives in kymo-core's `db` module; process execution lives in the worker.
+//! It owns the JSON API, the job queue's HTTP face, ingest of uploaded results, the dashboard
+//! pages and the wiring of `kymo serve` (server plus embedded worker). SQL lives in kymo-core's
+//! `db` module; checking out and running benchmarks lives in kymo-worker.
+
+pub mod api;
 
 pub mod chart;
+pub mod cli;
+pub mod error;
+pub mod git;
+pub mod pages;
+pub mod serve;
+pub mod state;
+pub mod telemetry;
+mod assets;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+pub use state::AppState;
+
+/// The whole application; the seam tests drive with `oneshot` or a real listener.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .nest("/api/v1", api::router())
+        .merge(pages::router())
+        .merge(assets::router())
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(120),
+        ))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> &'static str {
+    match state.db.repositories().await {
+        Ok(_) => "ok",
+        Err(_) => "database unavailable",
+    }
+}

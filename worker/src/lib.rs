@@ -5,7 +5,12 @@
 //! suites in their own process groups with timeouts and capped output, and talking to the
 //! server over HTTP. It must not know about SQL or the dashboard.
 
+pub mod client;
 pub mod config;
 pub mod exec;
 pub mod fingerprint;
 pub mod mirror;
+pub mod suite;
+pub mod worker;
+
+pub use worker::{Tick, Worker, WorkerConfig};

@@ -23,7 +23,7 @@ impl Default for LeaseSettings {
 }
 
 /// A job as the queue page and the API show it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobRow {
     pub id: i64,
     pub repository: String,
@@ -269,4 +269,27 @@ pub(super) fn lease_lost(job_id: i64) -> DbError {
     DbError::Conflict(format!(
         "job {job_id} is no longer leased to this worker (its lease expired or it finished)"
     ))
+}
+
+/// What a job measures: the ids a completed run is stored under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobTarget {
+    pub repository_id: i64,
+    pub commit_id: i64,
+    pub machine_id: i64,
+}
+
+impl Db {
+    /// The repository, commit and machine of a claimed job.
+    pub async fn job_target(&self, job_id: i64) -> Result<JobTarget, DbError> {
+        sqlx::query_as!(
+            JobTarget,
+            r#"SELECT repository_id, commit_id, machine_id AS "machine_id!"
+               FROM jobs WHERE id = ? AND machine_id IS NOT NULL"#,
+            job_id
+        )
+        .fetch_optional(&self.reader)
+        .await?
+        .ok_or_else(|| DbError::NotFound(format!("claimed job {job_id}")))
+    }
 }

@@ -8,7 +8,7 @@ use super::{Db, DbError};
 use crate::model::{MachineFingerprint, MachineSpecs};
 
 /// A registered machine, its specs, and what it is doing.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MachineRow {
     pub id: i64,
     pub fingerprint: String,
@@ -178,5 +178,22 @@ impl Db {
             .await?;
         tx.commit().await?;
         Ok(true)
+    }
+}
+
+impl Db {
+    /// Revokes every live token called `name` (the embedded worker's token of an earlier start).
+    pub async fn revoke_tokens_named(&self, name: &str, now: i64) -> Result<u64, DbError> {
+        let mut tx = self.begin_write().await?;
+        let revoked = sqlx::query!(
+            "UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
+            now,
+            name
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(revoked)
     }
 }

@@ -16,13 +16,13 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
 pub use ingest::{IngestSummary, RunRecord};
-pub use jobs::{JobRow, LeaseSettings};
+pub use jobs::{JobRow, JobTarget, LeaseSettings};
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRunRow, HistoryRow, HistoryStatus,
     CommitRow, RepositorySummary, SeriesPoint,
 };
-pub use repos::{CommitRecord, RepositoryRow};
+pub use repos::{CommitRecord, RepositoryRow, validate_repository};
 
 /// A failure of the storage layer, or a request it refuses.
 #[derive(Debug, thiserror::Error)]

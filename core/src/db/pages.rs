@@ -3,7 +3,7 @@
 use super::{Db, DbError};
 
 /// A repository with the counts the home page shows.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RepositorySummary {
     pub name: String,
     pub url: String,
@@ -14,7 +14,7 @@ pub struct RepositorySummary {
 }
 
 /// A commit of the tracked branch, newest first, with its jobs' states per machine.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HistoryRow {
     pub id: i64,
     pub position: i64,
@@ -26,14 +26,14 @@ pub struct HistoryRow {
 }
 
 /// The latest job state of one commit on one machine.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HistoryStatus {
     pub machine: String,
     pub state: String,
 }
 
 /// A run of a commit on a machine.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommitRunRow {
     pub id: i64,
     pub machine: String,
@@ -47,7 +47,7 @@ pub struct CommitRunRow {
 }
 
 /// One result of a commit, with the parent commit's value of the same series.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommitMeasurementRow {
     pub benchmark: String,
     pub metric: String,
@@ -60,7 +60,7 @@ pub struct CommitMeasurementRow {
 }
 
 /// A series of a benchmark: one metric on one machine.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BenchmarkSeriesRow {
     pub id: i64,
     pub benchmark: String,
@@ -71,7 +71,7 @@ pub struct BenchmarkSeriesRow {
 }
 
 /// A point of a series: a commit's latest value, in history order.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SeriesPoint {
     pub position: i64,
     pub sha: String,
@@ -81,7 +81,7 @@ pub struct SeriesPoint {
 }
 
 /// Row shape of the commit page's header.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommitRow {
     pub id: i64,
     pub sha: String,

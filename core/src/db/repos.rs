@@ -4,7 +4,7 @@ use super::{Db, DbError};
 use crate::model::CommitSha;
 
 /// A tracked repository.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RepositoryRow {
     pub id: i64,
     pub name: String,
@@ -14,7 +14,7 @@ pub struct RepositoryRow {
 }
 
 /// A commit as git describes it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommitRecord {
     pub sha: CommitSha,
     pub parents: Vec<CommitSha>,

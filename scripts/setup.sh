@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks to build and test kymo: git (for the tests' repositories),
+# a C toolchain for SQLite and libgit2, and htmx from the npm registry (package-lock.json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v git >/dev/null || need_apt+=(git)
+command -v cc >/dev/null || need_apt+=(build-essential)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  else
+    echo "kymo needs: ${need_apt[*]} (install them with your package manager)" >&2
+    exit 1
+  fi
+fi
+
+if command -v npm >/dev/null; then
+  npm ci --no-audit --no-fund --loglevel=error
+else
+  echo "npm not found: the dashboard will work without htmx (less interactively)" >&2
+fi

@@ -1,0 +1,82 @@
+//! The JSON API under `/api/v1`.
+
+mod queue;
+mod repos;
+mod worker;
+
+pub use repos::load_commit;
+
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};
+use axum::http::request::Parts;
+use axum::routing::{get, post};
+use axum::Router;
+use kymo_core::db::TokenScope;
+
+use crate::error::AppError;
+use crate::state::AppState;
+
+/// Bodies that carry results (uploads, job completions) may be large; everything else is small.
+const RESULTS_BODY_LIMIT: usize = 64 * 1024 * 1024;
+const SMALL_BODY_LIMIT: usize = 256 * 1024;
+
+/// The API router, to be nested under `/api/v1`.
+pub fn router() -> Router<AppState> {
+    let results = Router::new()
+        .route("/repos/{repo}/results", post(repos::upload_results))
+        .route("/worker/jobs/{id}/complete", post(worker::complete))
+        .layer(DefaultBodyLimit::max(RESULTS_BODY_LIMIT));
+    Router::new()
+        .route("/repos", get(repos::list).post(repos::create))
+        .route("/repos/{repo}", get(repos::show))
+        .route("/repos/{repo}/runs", post(repos::enqueue_run))
+        .route("/repos/{repo}/commits/{sha}", get(repos::commit))
+        .route("/repos/{repo}/series", get(repos::series))
+        .route("/jobs", get(queue::jobs))
+        .route("/jobs/{id}", get(queue::job))
+        .route("/machines", get(queue::machines))
+        .route("/worker/claim", post(worker::claim))
+        .route("/worker/jobs/{id}/heartbeat", post(worker::heartbeat))
+        .layer(DefaultBodyLimit::max(SMALL_BODY_LIMIT))
+        .merge(results)
+}
+
+/// A JSON body whose rejections are reported as [`AppError`]s (a JSON error body).
+#[derive(FromRequest)]
+#[from_request(via(axum::Json), rejection(AppError))]
+pub struct ApiJson<T>(pub T);
+
+impl From<axum::extract::rejection::JsonRejection> for AppError {
+    fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {
+        use axum::extract::rejection::JsonRejection;
+        match rejection {
+            JsonRejection::BytesRejection(_) => {
+                AppError::PayloadTooLarge("request body is too large or unreadable".into())
+            }
+            other => AppError::BadRequest(other.body_text()),
+        }
+    }
+}
+
+/// Proof that the request carries a live worker token.
+pub struct WorkerAuth;
+
+impl FromRequestParts<AppState> for WorkerAuth {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or(AppError::Unauthorized)?;
+        if token.len() > 256 {
+            return Err(AppError::Unauthorized);
+        }
+        if state.db.check_token(token, TokenScope::Worker, state.now()).await? {
+            Ok(WorkerAuth)
+        } else {
+            Err(AppError::Unauthorized)
+        }
+    }
+}

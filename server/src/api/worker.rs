@@ -1,0 +1,101 @@
+//! The worker protocol: claim a job under a lease, renew it, complete it.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use kymo_core::db::{DbError, RunRecord};
+use kymo_core::protocol::{ClaimRequest, ClaimResponse, Completion, Heartbeat, JobOutcome};
+use serde_json::{Value, json};
+
+use super::{ApiJson, WorkerAuth};
+use crate::error::AppResult;
+use crate::state::AppState;
+
+/// Longest error message and log tail kept for a failed job.
+const MAX_ERROR_BYTES: usize = 4 * 1024;
+const MAX_LOG_BYTES: usize = 64 * 1024;
+
+fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+pub async fn claim(
+    State(state): State<AppState>,
+    _auth: WorkerAuth,
+    ApiJson(request): ApiJson<ClaimRequest>,
+) -> AppResult<Json<ClaimResponse>> {
+    let now = state.now();
+    let name = clip(&request.environment.hostname, 128);
+    let (machine_id, _) = state.db.upsert_machine(&request.specs, name, now).await?;
+    let job = state.db.claim_job(machine_id, state.leases, now).await?;
+    if let Some(job) = &job {
+        tracing::info!(job = job.id, commit = %job.commit, repo = job.repository, "job claimed");
+    }
+    Ok(Json(ClaimResponse { job }))
+}
+
+pub async fn heartbeat(
+    State(state): State<AppState>,
+    _auth: WorkerAuth,
+    Path(id): Path<i64>,
+    ApiJson(beat): ApiJson<Heartbeat>,
+) -> AppResult<Json<Value>> {
+    state
+        .db
+        .heartbeat(id, &beat.lease_id, state.leases, state.now())
+        .await?;
+    Ok(Json(json!({ "lease_seconds": state.leases.lease_seconds })))
+}
+
+pub async fn complete(
+    State(state): State<AppState>,
+    _auth: WorkerAuth,
+    Path(id): Path<i64>,
+    ApiJson(completion): ApiJson<Completion>,
+) -> AppResult<Json<Value>> {
+    let now = state.now();
+    let lease = completion.lease_id.as_str();
+    match &completion.outcome {
+        JobOutcome::Failed { error, log_tail } => {
+            let (error, log_tail) = (clip(error, MAX_ERROR_BYTES), clip(log_tail, MAX_LOG_BYTES));
+            state.db.fail_job(id, lease, error, log_tail, now).await?;
+            tracing::warn!(job = id, error, "job failed");
+            Ok(Json(json!({ "state": "failed" })))
+        }
+        JobOutcome::Succeeded { suites, log } => {
+            let target = state.db.job_target(id).await?;
+            let record = RunRecord {
+                repository_id: target.repository_id,
+                commit_id: target.commit_id,
+                machine_id: target.machine_id,
+                job: Some((id, lease)),
+                environment: &completion.environment,
+                log: clip(log, MAX_LOG_BYTES),
+                suites,
+            };
+            match state.db.store_run(record, now).await {
+                Ok(summary) => {
+                    tracing::info!(job = id, measurements = summary.measurements, "job succeeded");
+                    Ok(Json(json!({ "state": "succeeded", "run": summary.run_id })))
+                }
+                Err(DbError::Invalid(reason)) => {
+                    // Results the server cannot store fail the job, with the reason, instead
+                    // of leaving it to be retried forever.
+                    let error = format!("the results were refused: {reason}");
+                    state
+                        .db
+                        .fail_job(id, lease, clip(&error, MAX_ERROR_BYTES), clip(log, MAX_LOG_BYTES), now)
+                        .await?;
+                    Err(DbError::Invalid(reason).into())
+                }
+                Err(other) => Err(other.into()),
+            }
+        }
+    }
+}

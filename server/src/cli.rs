@@ -1,0 +1,317 @@
+//! The `kymo` command line: one config struct (clap derive, with environment fallbacks) and
+//! the commands that talk to a server.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use kymo_core::db::{Db, LeaseSettings, RepositorySummary, RepositoryRow, TokenScope};
+use kymo_core::format::kymo::parse_kymo_json;
+use kymo_core::model::{CommitSha, MachineFingerprint};
+use kymo_core::protocol::{
+    NewRepository, RunQueued, RunRequest, SuiteUpload, UploadAccepted, UploadRequest,
+};
+use kymo_worker::client::ServerClient;
+use kymo_worker::fingerprint::{detect_environment, detect_specs};
+
+use crate::serve::{ServeOptions, serve};
+
+/// kymo: continuous benchmarking for git repositories.
+#[derive(Debug, Parser)]
+#[command(name = "kymo", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the service: API, dashboard and (unless --no-worker) a worker on this machine.
+    Serve(ServeArgs),
+    /// Run a worker for a server on another machine.
+    Worker(WorkerArgs),
+    /// Add or list tracked repositories.
+    #[command(subcommand)]
+    Repo(RepoCommand),
+    /// Queue a commit (default: the tracked branch's head) for every machine.
+    Run {
+        /// The repository's name.
+        name: String,
+        /// A sha, branch or tag.
+        commitish: Option<String>,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Upload results produced elsewhere (CI).
+    Upload(UploadArgs),
+    /// Exit 0 when the server answers its health check (for container health checks).
+    Health {
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Manage API tokens (on the server's machine, against its database).
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArg {
+    /// The kymo server.
+    #[arg(long, env = "KYMO_SERVER", default_value = "http://127.0.0.1:8080")]
+    pub server: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The SQLite database file.
+    #[arg(long, env = "KYMO_DB", default_value = "kymo.db")]
+    pub db: PathBuf,
+    /// Address to listen on (port 0 picks a free port; the first line printed names it).
+    #[arg(long, env = "KYMO_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Do not run a worker inside the server.
+    #[arg(long)]
+    pub no_worker: bool,
+    /// Where mirrors and work trees live [default: `kymo-data` beside the database].
+    #[arg(long, env = "KYMO_DATA")]
+    pub data: Option<PathBuf>,
+    /// Seconds a job's lease lasts without a heartbeat.
+    #[arg(long, env = "KYMO_LEASE_SECONDS", default_value_t = 60, hide = true)]
+    pub lease_seconds: i64,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub server: ServerArg,
+    /// A worker token (`kymo token create --worker NAME` on the server's machine).
+    #[arg(long, env = "KYMO_TOKEN")]
+    pub token: String,
+    /// Where mirrors, work trees and build directories live.
+    #[arg(long, env = "KYMO_CACHE", default_value = "kymo-worker")]
+    pub cache_dir: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RepoCommand {
+    /// Track a repository: NAME and a local path or git URL.
+    Add {
+        name: String,
+        url_or_path: String,
+        #[arg(long, default_value = "main")]
+        branch: String,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// List tracked repositories.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it once.
+    Create {
+        /// A token for a worker machine with this name.
+        #[arg(long)]
+        worker: String,
+        /// The server's database file.
+        #[arg(long, env = "KYMO_DB", default_value = "kymo.db")]
+        db: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct UploadArgs {
+    #[command(flatten)]
+    pub server: ServerArg,
+    #[arg(long)]
+    pub repo: String,
+    #[arg(long)]
+    pub commit: String,
+    /// The results' format.
+    #[arg(long, default_value = "kymo")]
+    pub format: String,
+    /// Attribute the results to this registered machine instead of this one.
+    #[arg(long)]
+    pub machine: Option<String>,
+    /// A results file, or a directory of them (one suite per file).
+    pub path: PathBuf,
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve(args) => {
+            let data_dir = args.data.clone().unwrap_or_else(|| {
+                let parent = args.db.parent().filter(|p| !p.as_os_str().is_empty());
+                parent.unwrap_or(Path::new(".")).join("kymo-data")
+            });
+            serve(ServeOptions {
+                db: args.db,
+                listen: args.listen,
+                embedded_worker: !args.no_worker,
+                leases: LeaseSettings {
+                    lease_seconds: args.lease_seconds.clamp(1, 3600),
+                    ..LeaseSettings::default()
+                },
+                data_dir,
+            })
+            .await
+        }
+        Command::Worker(args) => {
+            let config = kymo_worker::WorkerConfig {
+                server: args.server.server,
+                token: args.token,
+                cache_dir: args.cache_dir,
+                poll_interval: std::time::Duration::from_secs(2),
+                limits: Default::default(),
+            };
+            blocking(move || {
+                let worker = kymo_worker::Worker::new(config);
+                println!("kymo worker for machine {}", worker.specs().fingerprint());
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                worker.run_until(&stop);
+                Ok(())
+            })
+            .await
+        }
+        Command::Repo(RepoCommand::Add {
+            name,
+            url_or_path,
+            branch,
+            server,
+        }) => {
+            let url = absolute_if_local(&url_or_path)?;
+            let body = NewRepository {
+                name,
+                url,
+                branch: Some(branch),
+            };
+            let repo: RepositoryRow =
+                blocking(move || client(&server).post("/repos", &body)).await?;
+            println!("added {} ({} on branch {})", repo.name, repo.url, repo.branch);
+            Ok(())
+        }
+        Command::Repo(RepoCommand::List { json, server }) => {
+            let repos: Vec<RepositorySummary> =
+                blocking(move || client(&server).get("/repos")).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&repos)?);
+            } else if repos.is_empty() {
+                println!("no repositories; add one with `kymo repo add NAME PATH_OR_URL`");
+            } else {
+                println!("{:<24} {:<12} {:>8} {:>10}  URL", "NAME", "BRANCH", "COMMITS", "BENCHMARKS");
+                for r in repos {
+                    println!("{:<24} {:<12} {:>8} {:>10}  {}", r.name, r.branch, r.commits, r.benchmarks, r.url);
+                }
+            }
+            Ok(())
+        }
+        Command::Run {
+            name,
+            commitish,
+            server,
+        } => {
+            let path = format!("/repos/{name}/runs");
+            let body = RunRequest { commit: commitish };
+            let queued: RunQueued = blocking(move || client(&server).post(&path, &body)).await?;
+            println!("queued {} as job(s) {:?}", queued.commit, queued.jobs);
+            Ok(())
+        }
+        Command::Upload(args) => upload(args).await,
+        Command::Health { server } => {
+            blocking(move || client(&server).wait_healthy(std::time::Duration::from_secs(2))).await
+        }
+        Command::Token(TokenCommand::Create { worker, db }) => {
+            let db = Db::open(&db)
+                .await
+                .with_context(|| format!("cannot open the database {}", db.display()))?;
+            let now = kymo_core::clock::Clock::now(&kymo_core::clock::SystemClock);
+            let token = db.create_token(&worker, TokenScope::Worker, now).await?;
+            println!("{token}");
+            eprintln!("worker token for {worker:?}: shown once, stored hashed");
+            Ok(())
+        }
+    }
+}
+
+fn client(server: &ServerArg) -> ServerClient {
+    ServerClient::new(&server.server, std::env::var("KYMO_TOKEN").ok())
+}
+
+/// Runs blocking client work off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(work).await?
+}
+
+/// A path that exists on this machine becomes absolute, so that the server finds it from its
+/// own working directory; anything else is taken as a URL.
+fn absolute_if_local(url_or_path: &str) -> anyhow::Result<String> {
+    let path = Path::new(url_or_path);
+    if !url_or_path.contains("://") && path.exists() {
+        let absolute = path
+            .canonicalize()
+            .with_context(|| format!("cannot resolve {url_or_path}"))?;
+        return Ok(absolute.display().to_string());
+    }
+    Ok(url_or_path.to_owned())
+}
+
+async fn upload(args: UploadArgs) -> anyhow::Result<()> {
+    if args.format != "kymo" {
+        bail!("format {:?} is not supported yet; use --format kymo", args.format);
+    }
+    let commit = CommitSha::parse(&args.commit)?;
+    let machine = args.machine.as_deref().map(MachineFingerprint::parse).transpose()?;
+    let files = result_files(&args.path)?;
+    let mut suites = Vec::with_capacity(files.len());
+    for file in files {
+        let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        let results = parse_kymo_json(&bytes).with_context(|| format!("{}", file.display()))?;
+        let suite = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "upload".into());
+        suites.push(SuiteUpload { suite, results });
+    }
+    let request = UploadRequest {
+        commit,
+        specs: machine.is_none().then(detect_specs),
+        machine,
+        environment: detect_environment(),
+        suites,
+    };
+    let path = format!("/repos/{}/results", args.repo);
+    let accepted: UploadAccepted =
+        blocking(move || client(&args.server).post(&path, &request)).await?;
+    println!(
+        "stored {} measurements as run {} of machine {}",
+        accepted.measurements, accepted.run, accepted.machine
+    );
+    Ok(())
+}
+
+fn result_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("{} holds no .json result files", path.display());
+    }
+    Ok(files)
+}

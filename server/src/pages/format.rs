@@ -1,0 +1,114 @@
+//! How numbers and times are written on pages.
+
+/// `2026-11-22 19:44 UTC` from Unix seconds.
+pub fn utc(seconds: i64) -> String {
+    let days = seconds.div_euclid(86_400);
+    let rem = seconds.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A duration in seconds as `42s`, `3m 05s` or `2h 10m`.
+pub fn elapsed(seconds: i64) -> String {
+    let s = seconds.max(0);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// A measured value with four significant digits and its unit.
+pub fn value(v: f64, unit: &str) -> String {
+    let magnitude = v.abs();
+    let text = if magnitude != 0.0 && !(1e-3..1e9).contains(&magnitude) {
+        format!("{v:.3e}")
+    } else {
+        let decimals = if magnitude >= 1000.0 {
+            0
+        } else if magnitude >= 100.0 {
+            1
+        } else if magnitude >= 10.0 {
+            2
+        } else {
+            3
+        };
+        format!("{v:.decimals$}")
+    };
+    if unit.is_empty() {
+        text
+    } else {
+        format!("{text} {unit}")
+    }
+}
+
+/// The change from `base` to `head` as a signed percentage, and whether it is better or
+/// worse given the metric's direction (`""` when it is within 1 %, which this page does not
+/// judge; the verdicts do).
+pub fn change(base: f64, head: f64, direction: &str) -> (String, &'static str) {
+    if base == 0.0 {
+        return ("–".into(), "");
+    }
+    let pct = (head - base) / base.abs() * 100.0;
+    let class = if pct.abs() < 1.0 {
+        ""
+    } else if (pct > 0.0) == (direction == "higher") {
+        "better"
+    } else {
+        "worse"
+    };
+    (format!("{pct:+.1} %"), class)
+}
+
+/// The first line of a commit message.
+pub fn summary(message: &str) -> String {
+    let line = message.lines().next().unwrap_or("");
+    if line.chars().count() > 90 {
+        format!("{}…", line.chars().take(89).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_renders_known_instants() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_795_376_640), "2026-11-22 19:44 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+    }
+
+    #[test]
+    fn change_respects_direction() {
+        assert_eq!(change(100.0, 110.0, "lower"), ("+10.0 %".into(), "worse"));
+        assert_eq!(change(100.0, 110.0, "higher"), ("+10.0 %".into(), "better"));
+        assert_eq!(change(100.0, 100.5, "lower").1, "");
+        assert_eq!(change(0.0, 1.0, "lower").1, "");
+    }
+
+    #[test]
+    fn values_keep_four_significant_digits() {
+        assert_eq!(value(96.123, "ns"), "96.12 ns");
+        assert_eq!(value(10_340_000.0, "elem/s"), "10340000 elem/s");
+        assert_eq!(value(2.5e-6, "s"), "2.500e-6 s");
+        assert_eq!(elapsed(185), "3m 05s");
+        assert_eq!(summary("first line\nsecond"), "first line");
+    }
+}

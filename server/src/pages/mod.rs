@@ -1,0 +1,82 @@
+//! The dashboard: server-rendered pages that work without JavaScript. When htmx asks
+//! (`HX-Request`), a handler renders only the fragment the page swaps.
+
+mod format;
+mod views;
+
+use askama::Template;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::error::AppError;
+use crate::state::AppState;
+
+/// The page routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(views::home))
+        .route("/queue", get(views::queue))
+        .route("/machines", get(views::machines))
+        .route("/repos/{repo}", get(views::repository))
+        .route("/repos/{repo}/commits/{sha}", get(views::commit))
+        .route("/repos/{repo}/benchmarks/{*name}", get(views::benchmark))
+}
+
+/// Whether htmx sent the request, so that a fragment is enough.
+fn is_htmx(headers: &HeaderMap) -> bool {
+    headers.contains_key("hx-request")
+}
+
+/// An error shown as an HTML page.
+pub struct PageError(AppError);
+
+impl From<AppError> for PageError {
+    fn from(err: AppError) -> Self {
+        PageError(err)
+    }
+}
+
+impl From<kymo_core::db::DbError> for PageError {
+    fn from(err: kymo_core::db::DbError) -> Self {
+        PageError(err.into())
+    }
+}
+
+impl From<askama::Error> for PageError {
+    fn from(err: askama::Error) -> Self {
+        PageError(AppError::Internal(err.into()))
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    status: String,
+    message: String,
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let status = self.0.status();
+        if let AppError::Internal(err) = &self.0 {
+            tracing::error!(error = ?err, "page failed");
+        }
+        let page = ErrorPage {
+            status: status.to_string(),
+            message: self.0.to_string(),
+        };
+        match page.render() {
+            Ok(html) => (status, Html(html)).into_response(),
+            Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response(),
+        }
+    }
+}
+
+type PageResult = Result<Html<String>, PageError>;
+
+/// Renders a template into a page response.
+fn render(template: &impl Template) -> PageResult {
+    Ok(Html(template.render()?))
+}

@@ -1,0 +1,393 @@
+//! Page handlers and the view models their templates render.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use kymo_core::db::{HistoryStatus, MachineRow};
+use serde::Deserialize;
+
+use super::format::{change, elapsed, summary, utc, value};
+use super::{PageResult, is_htmx, render};
+use crate::api::load_commit;
+use crate::chart::{TrendChart, TrendPoint, render_trend_svg};
+use crate::error::AppError;
+use crate::state::AppState;
+
+const HISTORY_PAGE: i64 = 50;
+const TREND_POINTS: i64 = 1_000;
+
+struct RepoView {
+    name: String,
+    url: String,
+    branch: String,
+    commits: i64,
+    benchmarks: i64,
+    last_run: String,
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    repos: Vec<RepoView>,
+}
+
+pub async fn home(State(state): State<AppState>) -> PageResult {
+    let repos = state
+        .db
+        .repository_summaries()
+        .await?
+        .into_iter()
+        .map(|r| RepoView {
+            last_run: r.last_run_at.map(utc).unwrap_or_else(|| "never".into()),
+            name: r.name,
+            url: r.url,
+            branch: r.branch,
+            commits: r.commits,
+            benchmarks: r.benchmarks,
+        })
+        .collect();
+    render(&HomePage { repos })
+}
+
+struct HistoryView {
+    position: i64,
+    sha: String,
+    short: String,
+    summary: String,
+    author: String,
+    date: String,
+    statuses: Vec<HistoryStatus>,
+}
+
+#[derive(Template)]
+#[template(path = "repo.html", blocks = ["history_rows"])]
+struct RepoPage {
+    name: String,
+    url: String,
+    branch: String,
+    history: Vec<HistoryView>,
+    next_offset: Option<i64>,
+    benchmarks: Vec<(String, i64)>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Paging {
+    offset: Option<i64>,
+}
+
+pub async fn repository(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(paging): Query<Paging>,
+    headers: HeaderMap,
+) -> PageResult {
+    let repo = state.db.repository(&name).await?;
+    let offset = paging.offset.unwrap_or(0).max(0);
+    let rows = state.db.history(repo.id, HISTORY_PAGE + 1, offset).await?;
+    let next_offset = (rows.len() as i64 > HISTORY_PAGE).then_some(offset + HISTORY_PAGE);
+    let history = rows
+        .into_iter()
+        .take(HISTORY_PAGE as usize)
+        .map(|c| HistoryView {
+            position: c.position,
+            short: c.sha[..10].to_owned(),
+            sha: c.sha,
+            summary: summary(&c.message),
+            author: c.author,
+            date: utc(c.committed_at),
+            statuses: c.statuses,
+        })
+        .collect();
+    let page = RepoPage {
+        benchmarks: state.db.benchmarks(repo.id).await?,
+        name: repo.name,
+        url: repo.url,
+        branch: repo.branch,
+        history,
+        next_offset,
+    };
+    if is_htmx(&headers) {
+        return render(&page.as_history_rows());
+    }
+    render(&page)
+}
+
+struct RunView {
+    machine: String,
+    source: String,
+    kernel: String,
+    toolchain: String,
+    governor: String,
+    hostname: String,
+    date: String,
+}
+
+struct ResultView {
+    benchmark: String,
+    metric: String,
+    direction: String,
+    machine: String,
+    parent: String,
+    value: String,
+    change: String,
+    change_class: &'static str,
+    samples: usize,
+}
+
+#[derive(Template)]
+#[template(path = "commit.html")]
+struct CommitPage {
+    repo: String,
+    sha: String,
+    short: String,
+    message: String,
+    author: String,
+    date: String,
+    parents: Vec<String>,
+    position: Option<i64>,
+    runs: Vec<RunView>,
+    results: Vec<ResultView>,
+}
+
+pub async fn commit(
+    State(state): State<AppState>,
+    Path((repo, sha)): Path<(String, String)>,
+) -> PageResult {
+    let detail = load_commit(&state, &repo, &sha).await?;
+    let runs = detail
+        .runs
+        .into_iter()
+        .map(|r| RunView {
+            machine: r.machine,
+            source: r.source,
+            kernel: r.kernel,
+            toolchain: r.toolchain,
+            governor: r.governor,
+            hostname: r.hostname,
+            date: utc(r.created_at),
+        })
+        .collect();
+    let results = detail
+        .results
+        .into_iter()
+        .map(|r| {
+            let (change_text, change_class) = match r.parent_value {
+                Some(parent) => change(parent, r.value, &r.direction),
+                None => ("–".into(), ""),
+            };
+            let samples = serde_json::from_str::<Vec<f64>>(&r.samples).map_or(0, |s| s.len());
+            ResultView {
+                parent: r.parent_value.map_or_else(|| "–".into(), |p| value(p, &r.unit)),
+                value: value(r.value, &r.unit),
+                change: change_text,
+                change_class,
+                samples,
+                benchmark: r.benchmark,
+                metric: r.metric,
+                direction: r.direction,
+                machine: r.machine,
+            }
+        })
+        .collect();
+    let c = detail.commit;
+    render(&CommitPage {
+        repo,
+        short: c.sha[..10].to_owned(),
+        parents: c
+            .parents
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+        sha: c.sha,
+        message: c.message,
+        author: c.author,
+        date: utc(c.committed_at),
+        position: c.position,
+        runs,
+        results,
+    })
+}
+
+struct ChartView {
+    metric: String,
+    metric_query: String,
+    unit: String,
+    direction: String,
+    machine: String,
+    points: usize,
+    svg: String,
+}
+
+#[derive(Template)]
+#[template(path = "benchmark.html")]
+struct BenchmarkPage {
+    repo: String,
+    benchmark: String,
+    benchmark_query: String,
+    charts: Vec<ChartView>,
+}
+
+/// Percent-encodes a query-string value.
+fn query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+pub async fn benchmark(
+    State(state): State<AppState>,
+    Path((repo_name, benchmark)): Path<(String, String)>,
+) -> PageResult {
+    let repo = state.db.repository(&repo_name).await?;
+    let all = state
+        .db
+        .series(repo.id, Some(&benchmark), None, None)
+        .await?;
+    if all.is_empty() {
+        return Err(AppError::NotFound(format!("benchmark {benchmark:?} not found")).into());
+    }
+    let mut charts = Vec::with_capacity(all.len());
+    for series in all {
+        let rows = state.db.series_points(series.id, TREND_POINTS).await?;
+        let points: Vec<TrendPoint> = rows
+            .iter()
+            .map(|p| {
+                let samples: Vec<f64> = serde_json::from_str(&p.samples).unwrap_or_default();
+                let low = samples.iter().copied().reduce(f64::min);
+                let high = samples.iter().copied().reduce(f64::max);
+                TrendPoint {
+                    position: p.position as usize,
+                    sha: p.sha.clone(),
+                    value: p.value,
+                    low,
+                    high,
+                    href: format!("/repos/{repo_name}/commits/{}", p.sha),
+                }
+            })
+            .collect();
+        let title = format!("{} · {}", series.metric, series.machine);
+        let svg = render_trend_svg(&TrendChart {
+            title: &title,
+            unit: &series.unit,
+            points: &points,
+            width: 960,
+            height: 320,
+        })
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("trend chart: {e}")))?;
+        charts.push(ChartView {
+            metric_query: query_value(&series.metric),
+            metric: series.metric,
+            unit: series.unit,
+            direction: series.direction,
+            machine: series.machine,
+            points: points.len(),
+            svg,
+        });
+    }
+    render(&BenchmarkPage {
+        repo: repo_name,
+        benchmark_query: query_value(&benchmark),
+        benchmark,
+        charts,
+    })
+}
+
+struct JobView {
+    id: i64,
+    state: String,
+    repository: String,
+    sha: String,
+    short: String,
+    summary: String,
+    machine: String,
+    attempts: i64,
+    queued: String,
+    elapsed: String,
+    error: Option<String>,
+    log_tail: String,
+}
+
+#[derive(Template)]
+#[template(path = "queue.html", blocks = ["jobs"])]
+struct QueuePage {
+    jobs: Vec<JobView>,
+}
+
+pub async fn queue(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
+    let now = state.now();
+    let jobs = state
+        .db
+        .jobs(200)
+        .await?
+        .into_iter()
+        .map(|j| JobView {
+            elapsed: match (j.started_at, j.finished_at, j.state.as_str()) {
+                (Some(start), _, "running") => elapsed(now - start),
+                (Some(start), Some(end), _) => elapsed(end - start),
+                _ => "–".into(),
+            },
+            id: j.id,
+            state: j.state,
+            repository: j.repository,
+            short: j.sha[..10].to_owned(),
+            sha: j.sha,
+            summary: summary(&j.message),
+            machine: j.machine.unwrap_or_else(|| "any".into()),
+            attempts: j.attempts,
+            queued: utc(j.created_at),
+            error: j.error,
+            log_tail: j.log_tail.unwrap_or_default(),
+        })
+        .collect();
+    let page = QueuePage { jobs };
+    if is_htmx(&headers) {
+        return render(&page.as_jobs());
+    }
+    render(&page)
+}
+
+struct MachineView {
+    fingerprint: String,
+    name: String,
+    cpu_model: String,
+    logical_cores: i64,
+    physical_cores: i64,
+    memory_gib: i64,
+    arch: String,
+    virtualization: String,
+    last_seen: String,
+    current_job: Option<i64>,
+}
+
+impl From<MachineRow> for MachineView {
+    fn from(m: MachineRow) -> Self {
+        MachineView {
+            last_seen: utc(m.last_seen_at),
+            fingerprint: m.fingerprint,
+            name: m.name,
+            cpu_model: m.cpu_model,
+            logical_cores: m.logical_cores,
+            physical_cores: m.physical_cores,
+            memory_gib: m.memory_gib,
+            arch: m.arch,
+            virtualization: m.virtualization,
+            current_job: m.current_job,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "machines.html")]
+struct MachinesPage {
+    machines: Vec<MachineView>,
+}
+
+pub async fn machines(State(state): State<AppState>) -> PageResult {
+    let machines = state.db.machines().await?.into_iter().map(Into::into).collect();
+    render(&MachinesPage { machines })
+}

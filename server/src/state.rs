@@ -1,0 +1,28 @@
+//! What every handler shares.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kymo_core::clock::SharedClock;
+use kymo_core::db::{Db, LeaseSettings};
+
+/// Application state, cloned into every handler through axum's `State`.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub clock: SharedClock,
+    pub leases: LeaseSettings,
+    /// Where the server keeps its git mirrors.
+    pub data_dir: Arc<PathBuf>,
+}
+
+impl AppState {
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// The directory holding the server's git mirrors (to resolve commits and read history).
+    pub fn mirror_dir(&self) -> PathBuf {
+        self.data_dir.join("server")
+    }
+}

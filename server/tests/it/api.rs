@@ -1,0 +1,209 @@
+//! The JSON API through the real router (`oneshot`) on a real SQLite file: hostile and
+//! malformed input gets a clear 4xx and changes nothing.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use kymo_core::clock::ManualClock;
+use kymo_core::db::{Db, LeaseSettings, TokenScope};
+use kymo_server::{AppState, app};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tower::ServiceExt;
+
+use crate::support::{TestRepo, bench_script, kymo_toml};
+
+struct TestApp {
+    state: AppState,
+    _dir: TempDir,
+}
+
+impl TestApp {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("kymo.db")).await.unwrap();
+        let state = AppState {
+            db,
+            clock: Arc::new(ManualClock::at(1_800_000_000)),
+            leases: LeaseSettings::default(),
+            data_dir: Arc::new(dir.path().join("data")),
+        };
+        Self { state, _dir: dir }
+    }
+
+    async fn request(&self, method: &str, path: &str, body: Body, token: Option<&str>) -> (StatusCode, Value) {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/json");
+        if let Some(token) = token {
+            builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        let response = app(self.state.clone())
+            .oneshot(builder.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        (status, value)
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        self.request("POST", path, Body::from(body.to_string()), None).await
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.request("GET", path, Body::empty(), None).await
+    }
+
+    /// A tracked repository with one commit; returns the repository and the commit's sha.
+    async fn with_repo(&self) -> (TestRepo, String) {
+        let repo = TestRepo::new();
+        let sha = repo.commit(
+            &[("kymo.toml", &kymo_toml("sh bench.sh", "10s", 1)), ("bench.sh", &bench_script(1.0))],
+            "first",
+        );
+        let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
+        let (status, answer) = self.post("/api/v1/repos", &body).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        (repo, sha)
+    }
+}
+
+fn specs() -> Value {
+    json!({ "cpu_model": "Test CPU", "logical_cores": 4, "physical_cores": 2, "memory_gib": 8,
+            "arch": "x86_64", "virtualization": "none" })
+}
+
+fn upload(sha: &str, value: Value) -> Value {
+    json!({
+        "commit": sha,
+        "specs": specs(),
+        "suites": [{ "suite": "s", "results": { "benchmarks": [
+            { "name": "b", "metrics": [{ "name": "time", "unit": "ns", "direction": "lower", "value": value }] }
+        ]}}]
+    })
+}
+
+async fn run_count(app: &TestApp, sha: &str) -> usize {
+    let (_, commit) = app.get(&format!("/api/v1/repos/r/commits/{sha}")).await;
+    commit["runs"].as_array().map_or(0, Vec::len)
+}
+
+#[tokio::test]
+async fn an_upload_is_stored_under_the_uploaders_fingerprint() {
+    let app = TestApp::new().await;
+    let (_repo, sha) = app.with_repo().await;
+    let (status, answer) = app.post("/api/v1/repos/r/results", &upload(&sha, json!(12.5))).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["measurements"], 1);
+    let (_, machines) = app.get("/api/v1/machines").await;
+    assert_eq!(machines[0]["fingerprint"], answer["machine"]);
+    assert_eq!(machines[0]["cpu_model"], "Test CPU");
+    assert_eq!(run_count(&app, &sha).await, 1);
+
+    // A second upload may name that machine instead of sending specs.
+    let mut named = upload(&sha, json!(13.0));
+    named["machine"] = answer["machine"].clone();
+    named.as_object_mut().unwrap().remove("specs");
+    let (status, _) = app.post("/api/v1/repos/r/results", &named).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(run_count(&app, &sha).await, 2);
+}
+
+#[tokio::test]
+async fn malformed_and_hostile_uploads_are_refused_and_store_nothing() {
+    let app = TestApp::new().await;
+    let (_repo, sha) = app.with_repo().await;
+    let mut duplicate = upload(&sha, json!(1.0));
+    let suite = duplicate["suites"][0].clone();
+    duplicate["suites"].as_array_mut().unwrap().push(suite);
+    let mut unknown_machine = upload(&sha, json!(1.0));
+    unknown_machine["machine"] = json!("0123456789abcdef");
+    let mut no_machine = upload(&sha, json!(1.0));
+    no_machine.as_object_mut().unwrap().remove("specs");
+    let cases: Vec<(&str, Body, StatusCode)> = vec![
+        ("not json", Body::from("{ nope"), StatusCode::UNPROCESSABLE_ENTITY),
+        ("infinite", Body::from(upload(&sha, json!(1)).to_string().replace(":1}", ":1e999}")), StatusCode::UNPROCESSABLE_ENTITY),
+        ("bad sha", Body::from(upload("xyz", json!(1.0)).to_string()), StatusCode::UNPROCESSABLE_ENTITY),
+        ("unknown commit", Body::from(upload(&"ab".repeat(20), json!(1.0)).to_string()), StatusCode::UNPROCESSABLE_ENTITY),
+        ("duplicate series", Body::from(duplicate.to_string()), StatusCode::UNPROCESSABLE_ENTITY),
+        ("unknown machine", Body::from(unknown_machine.to_string()), StatusCode::NOT_FOUND),
+        ("no machine", Body::from(no_machine.to_string()), StatusCode::UNPROCESSABLE_ENTITY),
+        ("deep nesting", Body::from("[".repeat(100_000)), StatusCode::UNPROCESSABLE_ENTITY),
+        ("oversized", Body::from(vec![b' '; 65 * 1024 * 1024]), StatusCode::PAYLOAD_TOO_LARGE),
+        ("non-utf8", Body::from(vec![0xff, 0xfe, 0x00]), StatusCode::UNPROCESSABLE_ENTITY),
+    ];
+    for (what, body, expected) in cases {
+        let (status, answer) = app.request("POST", "/api/v1/repos/r/results", body, None).await;
+        assert_eq!(status, expected, "{what}: {answer}");
+        assert!(answer["error"].as_str().is_some_and(|e| !e.is_empty()), "{what}: {answer}");
+    }
+    assert_eq!(run_count(&app, &sha).await, 0);
+    let (status, _) = app.post("/api/v1/repos/missing/results", &upload(&sha, json!(1.0))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn repositories_with_bad_names_or_unreachable_urls_are_not_added() {
+    let app = TestApp::new().await;
+    for body in [
+        json!({ "name": "../escape", "url": "/tmp", "branch": "main" }),
+        json!({ "name": "ok", "url": "/definitely/not/a/repository", "branch": "main" }),
+        json!({ "name": "ok", "url": "", "branch": "main" }),
+        json!({ "name": "ok", "url": "/tmp", "branch": "-rf" }),
+        json!({ "name": "ok", "url": "/tmp", "unknown": true }),
+    ] {
+        let (status, answer) = app.post("/api/v1/repos", &body).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
+    }
+    let (_, repos) = app.get("/api/v1/repos").await;
+    assert_eq!(repos, json!([]));
+    let (_repo, _) = app.with_repo().await;
+    let (status, _) = app
+        .post("/api/v1/repos", &json!({ "name": "r", "url": "/tmp", "branch": "main" }))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn the_worker_protocol_needs_a_token_and_a_live_lease() {
+    let app = TestApp::new().await;
+    let (_repo, sha) = app.with_repo().await;
+    let claim = json!({ "specs": specs(), "environment": { "kernel": "6.1", "toolchain": "rustc",
+                                                            "governor": "performance", "hostname": "h" } });
+    let body = || Body::from(claim.to_string());
+    let (status, _) = app.request("POST", "/api/v1/worker/claim", body(), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = app.request("POST", "/api/v1/worker/claim", body(), Some("kymo_forged")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let upload_token = app.state.db.create_token("u", TokenScope::Upload, 0).await.unwrap();
+    let (status, _) = app.request("POST", "/api/v1/worker/claim", body(), Some(&upload_token)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "an upload token is not a worker token");
+
+    let token = app.state.db.create_token("w", TokenScope::Worker, 0).await.unwrap();
+    let (status, empty) = app.request("POST", "/api/v1/worker/claim", body(), Some(&token)).await;
+    assert_eq!((status, empty), (StatusCode::OK, json!({ "job": null })));
+
+    let (status, _) = app.post("/api/v1/repos/r/runs", &json!({ "commit": sha })).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let (_, claimed) = app.request("POST", "/api/v1/worker/claim", body(), Some(&token)).await;
+    let job = claimed["job"]["id"].as_i64().unwrap();
+    assert_eq!(claimed["job"]["commit"], sha.as_str());
+
+    let beat = |lease: &str| Body::from(json!({ "lease_id": lease }).to_string());
+    let path = format!("/api/v1/worker/jobs/{job}/heartbeat");
+    let (status, _) = app.request("POST", &path, beat("stolen"), Some(&token)).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let lease = claimed["job"]["lease_id"].as_str().unwrap();
+    let (status, _) = app.request("POST", &path, beat(lease), Some(&token)).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The same commit is not queued twice for a machine while its job waits or runs.
+    let (_, again) = app.post("/api/v1/repos/r/runs", &json!({ "commit": sha })).await;
+    assert_eq!(again["jobs"], json!([job]));
+}

@@ -1,0 +1,79 @@
+//! The spine: a repository with a kymo.toml, `kymo serve`, `kymo repo add`, `kymo run` on
+//! three commits, and the results on the trend graph, the commit pages and the API.
+
+use std::time::Duration;
+
+use crate::support::{KymoServer, TestRepo, assert_ok, bench_script, kymo_toml};
+
+#[test]
+fn three_runs_become_three_points_on_the_trend_graph() {
+    let repo = TestRepo::new();
+    let toml = kymo_toml("sh bench.sh", "30s", 2);
+    let values = [100.0, 112.5, 104.25];
+    let shas: Vec<String> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            repo.commit(
+                &[("kymo.toml", &toml), ("bench.sh", &bench_script(*v))],
+                &format!("commit {i} <b>bold</b>"),
+            )
+        })
+        .collect();
+
+    let server = KymoServer::start(&[]);
+    let path = repo.path().to_str().unwrap();
+    let added = assert_ok(&server.kymo(&["repo", "add", "demo", path]));
+    assert!(added.contains("added demo"), "{added}");
+    for sha in &shas {
+        assert_ok(&server.kymo(&["run", "demo", sha]));
+    }
+    let jobs = server.wait_for_jobs(3, Duration::from_secs(60));
+    assert!(
+        jobs.iter().all(|j| j["state"] == "succeeded"),
+        "{jobs:#?}"
+    );
+
+    // The trend graph has one linked point per commit.
+    let (status, page) = server.get("/repos/demo/benchmarks/parse/small%7Bsize=16%7D");
+    assert_eq!(status, 200, "{page}");
+    for sha in &shas {
+        assert!(page.contains(&format!("/repos/demo/commits/{sha}")), "{sha} not linked");
+    }
+    assert_eq!(page.matches("<a ").count() - nav_links(&page), 3, "{page}");
+
+    // Every value is on its commit page, with the change against the parent.
+    let (_, second) = server.get(&format!("/repos/demo/commits/{}", shas[1]));
+    assert!(second.contains("112.5 ns"), "{second}");
+    assert!(second.contains("100.0 ns"), "parent value missing: {second}");
+    assert!(second.contains("+12.5 %"), "{second}");
+    assert!(!second.contains("<b>bold</b>"), "commit message must be escaped");
+
+    // And in the API, in history order.
+    let series = server.get_json("/api/v1/repos/demo/series?benchmark=parse/small%7Bsize=16%7D&metric=time");
+    let points = series[0]["points"].as_array().unwrap();
+    let got: Vec<f64> = points.iter().map(|p| p["value"].as_f64().unwrap()).collect();
+    assert_eq!(got, values);
+    let commit = server.get_json(&format!("/api/v1/repos/demo/commits/{}", shas[2]));
+    assert_eq!(commit["results"][0]["value"], 104.25);
+    assert_eq!(commit["results"][0]["samples"], "[104.25,104.25]");
+    assert_eq!(commit["runs"].as_array().unwrap().len(), 1);
+
+    // The home, repository, queue and machines pages show it all.
+    let (_, home) = server.get("/");
+    assert!(home.contains("/repos/demo"));
+    let (_, history) = server.get("/repos/demo");
+    assert_eq!(history.matches("badge succeeded").count(), 3, "{history}");
+    let (_, machines) = server.get("/machines");
+    let fingerprint = jobs[0]["machine"].as_str().unwrap();
+    assert!(machines.contains(fingerprint));
+    let (status, _) = server.get("/healthz");
+    assert_eq!(status, 200);
+}
+
+/// Links of the page chrome (header, footer, breadcrumbs, series links) that are not points.
+fn nav_links(page: &str) -> usize {
+    let chart_start = page.find("<svg").unwrap_or(page.len());
+    let chart_end = page.rfind("</svg>").unwrap_or(0);
+    page[..chart_start].matches("<a ").count() + page[chart_end..].matches("<a ").count()
+}

@@ -1,0 +1,171 @@
+//! Test fixtures: throwaway git repositories and a `kymo serve` process.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A git repository in a temp dir, committed to with git2.
+pub struct TestRepo {
+    pub dir: TempDir,
+    repo: git2::Repository,
+}
+
+impl TestRepo {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init_opts(
+            dir.path(),
+            git2::RepositoryInitOptions::new().initial_head("main"),
+        )
+        .unwrap();
+        Self { dir, repo }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `files` into the work tree and commits everything; returns the sha.
+    pub fn commit(&self, files: &[(&str, &str)], message: &str) -> String {
+        for (name, contents) in files {
+            let path = self.dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, contents).unwrap();
+        }
+        let mut index = self.repo.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.write().unwrap();
+        let tree = self.repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("Ada Bench", "ada@example.com").unwrap();
+        let parent = self.repo.head().ok().map(|h| h.peel_to_commit().unwrap());
+        let parents: Vec<&git2::Commit> = parent.iter().collect();
+        let oid = self
+            .repo
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .unwrap();
+        oid.to_string()
+    }
+}
+
+/// A kymo.toml with one suite running `command`.
+pub fn kymo_toml(command: &str, timeout: &str, repeat: u32) -> String {
+    format!(
+        "[[suite]]\nname = \"demo\"\nrun = {command:?}\nformat = \"kymo\"\nrepeat = {repeat}\ntimeout = {timeout:?}\n"
+    )
+}
+
+/// A suite script printing one kymo JSON result with `value`.
+pub fn bench_script(value: f64) -> String {
+    format!(
+        "echo '{{\"benchmarks\":[{{\"name\":\"parse/small\",\"params\":{{\"size\":\"16\"}},\"metrics\":[{{\"name\":\"time\",\"unit\":\"ns\",\"direction\":\"lower\",\"value\":{value}}}]}}]}}'\n"
+    )
+}
+
+pub fn kymo_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_kymo")
+}
+
+/// A running `kymo serve`, killed on drop.
+pub struct KymoServer {
+    pub url: String,
+    pub dir: TempDir,
+    child: Child,
+}
+
+impl KymoServer {
+    pub fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("kymo.db");
+        let mut child = Command::new(kymo_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+            .arg(&db)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned();
+        Self { url, dir, child }
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.path().join("kymo.db")
+    }
+
+    /// Runs a `kymo` CLI command against this server.
+    pub fn kymo(&self, args: &[&str]) -> Output {
+        Command::new(kymo_bin())
+            .args(args)
+            .env("KYMO_SERVER", &self.url)
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        let mut response = ureq::get(format!("{}{path}", self.url))
+            .config()
+            .http_status_as_error(false)
+            .build()
+            .call()
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.body_mut().read_to_string().unwrap())
+    }
+
+    pub fn get_json(&self, path: &str) -> Value {
+        let (status, body) = self.get(path);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    /// Waits until every job is finished and `count` jobs exist; returns the jobs.
+    pub fn wait_for_jobs(&self, count: usize, timeout: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let jobs = self.get_json("/api/v1/jobs");
+            let jobs = jobs.as_array().unwrap().clone();
+            let done = jobs
+                .iter()
+                .all(|j| matches!(j["state"].as_str(), Some("succeeded" | "failed")));
+            if jobs.len() >= count && done {
+                return jobs;
+            }
+            assert!(Instant::now() < deadline, "jobs did not finish: {jobs:#?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for KymoServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Asserts a CLI command succeeded, showing its output when it did not.
+pub fn assert_ok(output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "kymo failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}

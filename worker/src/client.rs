@@ -1,0 +1,133 @@
+//! The worker's HTTP side of the protocol with the server (and the CLI's, for uploads).
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use kymo_core::protocol::{
+    ApiErrorBody, ClaimRequest, ClaimResponse, ClaimedJob, Completion, Heartbeat,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// An authenticated client of one kymo server.
+#[derive(Clone)]
+pub struct ServerClient {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+/// A refusal by the server: its status and its message.
+#[derive(Debug, thiserror::Error)]
+#[error("the server answered {status}: {message}")]
+pub struct Refused {
+    pub status: u16,
+    pub message: String,
+}
+
+impl ServerClient {
+    pub fn new(base: &str, token: Option<String>) -> Self {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(300)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Self {
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            agent,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/api/v1{path}", self.base)
+    }
+
+    fn finish<T: DeserializeOwned>(
+        &self,
+        what: &str,
+        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> anyhow::Result<T> {
+        let mut response =
+            response.with_context(|| format!("{what}: cannot reach the server at {}", self.base))?;
+        let status = response.status().as_u16();
+        let body = response.body_mut();
+        if (200..300).contains(&status) {
+            return body
+                .with_config()
+                .limit(64 * 1024 * 1024)
+                .read_json()
+                .with_context(|| format!("{what}: the server's answer is not the expected JSON"));
+        }
+        let message = body
+            .read_json::<ApiErrorBody>()
+            .map(|b| b.error)
+            .unwrap_or_else(|_| "no details".into());
+        Err(Refused { status, message }).with_context(|| what.to_owned())
+    }
+
+    /// `GET` a JSON document.
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let mut request = self.agent.get(self.url(path));
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        self.finish(&format!("GET {path}"), request.call())
+    }
+
+    /// `POST` a JSON body and read the JSON answer.
+    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> anyhow::Result<T> {
+        let mut request = self.agent.post(self.url(path));
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        self.finish(&format!("POST {path}"), request.send_json(body))
+    }
+
+    pub fn claim(&self, request: &ClaimRequest) -> anyhow::Result<Option<ClaimedJob>> {
+        let response: ClaimResponse = self.post("/worker/claim", request)?;
+        Ok(response.job)
+    }
+
+    /// Renews a lease; `Ok(false)` when the server says the lease is gone.
+    pub fn heartbeat(&self, job: &ClaimedJob) -> anyhow::Result<bool> {
+        let beat = Heartbeat {
+            lease_id: job.lease_id.clone(),
+        };
+        match self.post::<_, serde_json::Value>(&format!("/worker/jobs/{}/heartbeat", job.id), &beat) {
+            Ok(_) => Ok(true),
+            Err(err) if is_conflict(&err) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    pub fn complete(&self, job: &ClaimedJob, completion: &Completion) -> anyhow::Result<()> {
+        let path = format!("/worker/jobs/{}/complete", job.id);
+        let _: serde_json::Value = self.post(&path, completion)?;
+        Ok(())
+    }
+
+    /// Waits until `GET /healthz` answers, for up to `wait`.
+    pub fn wait_healthy(&self, wait: Duration) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let healthy = self
+                .agent
+                .get(format!("{}/healthz", self.base))
+                .call()
+                .is_ok_and(|r| r.status().is_success());
+            if healthy {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("the server at {} did not become healthy", self.base);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Whether an error is the server's 409 (a lease that is no longer ours).
+pub fn is_conflict(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<Refused>().is_some_and(|r| r.status == 409)
+}

@@ -1,0 +1,208 @@
+//! Running one commit's suites: build, run with repeats, parse, merge repeats into samples.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use kymo_core::format::kymo::parse_kymo_json;
+use kymo_core::protocol::SuiteUpload;
+use kymo_core::results::{SuiteResults, median};
+
+use crate::config::{ResultFormat, Suite};
+use crate::exec::{CommandOutcome, CommandSpec, ExitKind, run_command};
+
+/// Limits on what a benchmark command may print.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputLimits {
+    pub stdout_cap: usize,
+    pub log_cap: usize,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        Self {
+            stdout_cap: 32 * 1024 * 1024,
+            log_cap: 16 * 1024,
+        }
+    }
+}
+
+/// Why a suite failed, with the log tail of the step that failed.
+#[derive(Debug)]
+pub struct SuiteFailure {
+    pub error: String,
+    pub log_tail: String,
+}
+
+/// Where and how a suite runs.
+pub struct SuiteContext<'a> {
+    pub worktree: &'a Path,
+    pub env: &'a [(String, String)],
+    pub limits: OutputLimits,
+}
+
+fn describe_exit(step: &str, suite: &Suite, outcome: &CommandOutcome) -> String {
+    let what = match outcome.exit {
+        ExitKind::Success => return format!("suite {:?}: {step} succeeded", suite.name),
+        ExitKind::Failed(code) => format!("exited with status {code}"),
+        ExitKind::Signaled(signal) => format!("was killed by signal {signal}"),
+        ExitKind::TimedOut => format!(
+            "did not finish within its timeout of {}s and was killed",
+            suite.timeout.as_secs()
+        ),
+        ExitKind::OutputTooLarge => "printed more output than kymo keeps and was killed".into(),
+    };
+    format!("suite {:?}: the {step} command {what}", suite.name)
+}
+
+fn run_step(
+    ctx: &SuiteContext,
+    suite: &Suite,
+    step: &str,
+    command: &str,
+    log: &mut String,
+) -> Result<CommandOutcome, SuiteFailure> {
+    let outcome = run_command(&CommandSpec {
+        command,
+        cwd: ctx.worktree,
+        env: ctx.env,
+        timeout: suite.timeout,
+        stdout_cap: ctx.limits.stdout_cap,
+        log_cap: ctx.limits.log_cap,
+    })
+    .map_err(|e| SuiteFailure {
+        error: format!("suite {:?}: cannot start the {step} command: {e}", suite.name),
+        log_tail: String::new(),
+    })?;
+    log.push_str(&format!(
+        "$ {command}   # {step} of suite {}, {:.1}s\n{}\n",
+        suite.name,
+        outcome.duration.as_secs_f64(),
+        outcome.log_tail
+    ));
+    if outcome.exit != ExitKind::Success {
+        return Err(SuiteFailure {
+            error: describe_exit(step, suite, &outcome),
+            log_tail: outcome.log_tail.clone(),
+        });
+    }
+    Ok(outcome)
+}
+
+/// Builds and runs one suite `repeat` times and merges the repeats.
+pub fn run_suite(
+    ctx: &SuiteContext,
+    suite: &Suite,
+    log: &mut String,
+) -> Result<SuiteUpload, SuiteFailure> {
+    if let Some(build) = &suite.build {
+        run_step(ctx, suite, "build", build, log)?;
+    }
+    let mut repeats = Vec::with_capacity(suite.repeat as usize);
+    for round in 1..=suite.repeat {
+        let step = format!("run (repeat {round}/{})", suite.repeat);
+        let outcome = run_step(ctx, suite, &step, &suite.run, log)?;
+        let parsed = parse_output(suite.format, &outcome.stdout).map_err(|error| SuiteFailure {
+            error: format!("suite {:?}: {error}", suite.name),
+            log_tail: outcome.log_tail.clone(),
+        })?;
+        repeats.push(parsed);
+    }
+    Ok(SuiteUpload {
+        suite: suite.name.clone(),
+        results: merge_repeats(repeats),
+    })
+}
+
+fn parse_output(format: ResultFormat, stdout: &[u8]) -> Result<SuiteResults, String> {
+    match format {
+        ResultFormat::Kymo => {
+            parse_kymo_json(stdout).map_err(|e| format!("its output is not valid kymo JSON: {e}"))
+        }
+        other => Err(format!(
+            "result format {:?} is not supported by this worker yet; use format = \"kymo\"",
+            other.as_str()
+        )),
+    }
+}
+
+/// Merges whole-suite repeats: every repeat's samples (or its single value) become samples
+/// of one metric, whose value is their median. Benchmarks keep the first repeat's order.
+pub fn merge_repeats(mut repeats: Vec<SuiteResults>) -> SuiteResults {
+    if repeats.len() <= 1 {
+        return repeats.pop().unwrap_or(SuiteResults { benchmarks: vec![] });
+    }
+    let mut merged = repeats.remove(0);
+    let mut samples: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    let mut add = |results: &SuiteResults| {
+        for bench in &results.benchmarks {
+            for metric in &bench.metrics {
+                let entry = samples.entry((bench.key(), metric.name.clone())).or_default();
+                if metric.samples.is_empty() {
+                    entry.push(metric.value);
+                } else {
+                    entry.extend_from_slice(&metric.samples);
+                }
+            }
+        }
+    };
+    add(&merged);
+    for repeat in &repeats {
+        add(repeat);
+    }
+    for bench in &mut merged.benchmarks {
+        let key = bench.key();
+        for metric in &mut bench.metrics {
+            if let Some(all) = samples.remove(&(key.clone(), metric.name.clone())) {
+                metric.value = median(&all).unwrap_or(metric.value);
+                metric.samples = all;
+            }
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kymo_core::model::Direction;
+    use kymo_core::results::{BenchmarkResult, MetricResult};
+
+    fn one(value: f64, samples: Vec<f64>) -> SuiteResults {
+        SuiteResults {
+            benchmarks: vec![BenchmarkResult {
+                name: "b".into(),
+                params: BTreeMap::new(),
+                metrics: vec![MetricResult {
+                    name: "time".into(),
+                    unit: "ns".into(),
+                    direction: Direction::Lower,
+                    value,
+                    samples,
+                    hdr: None,
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn repeats_of_single_values_become_samples_with_their_median() {
+        let merged = merge_repeats(vec![one(3.0, vec![]), one(1.0, vec![]), one(2.0, vec![])]);
+        let metric = &merged.benchmarks[0].metrics[0];
+        assert_eq!(metric.samples, vec![3.0, 1.0, 2.0]);
+        assert_eq!(metric.value, 2.0);
+    }
+
+    #[test]
+    fn repeats_of_samples_are_concatenated() {
+        let merged = merge_repeats(vec![one(1.5, vec![1.0, 2.0]), one(3.5, vec![3.0, 4.0])]);
+        let metric = &merged.benchmarks[0].metrics[0];
+        assert_eq!(metric.samples, vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(metric.value, 2.5);
+    }
+
+    #[test]
+    fn a_single_repeat_is_kept_as_it_is() {
+        let merged = merge_repeats(vec![one(7.0, vec![])]);
+        assert_eq!(merged, one(7.0, vec![]));
+    }
+}
