@@ -438,14 +438,24 @@ mod tests {
     fn an_escaped_process_holding_the_pipe_cannot_hang_the_readers() {
         let dir = tempfile::tempdir().unwrap();
         let started = Instant::now();
-        let command = "setsid sleep 1000 & echo $! > pid; echo done";
+        // The pid file appears only once the process has left the group, so the group kill
+        // cannot catch it first.
+        let command = "setsid sh -c 'echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 1000' &
+                       while [ ! -e pid ]; do sleep 0.01; done; echo done";
         let outcome = run_in(dir.path(), command, Duration::from_secs(20), MIB);
+        let elapsed = started.elapsed();
         let escaped = read_pid(dir.path());
+        // SAFETY: signal 0 only checks for existence.
+        let still_alive = unsafe { libc::kill(escaped, 0) } == 0;
         // SAFETY: plain kill of the process this test started.
         unsafe { libc::kill(escaped, libc::SIGKILL) };
+        assert!(
+            still_alive,
+            "the process should have escaped the group kill"
+        );
         assert_eq!(outcome.exit, ExitKind::Success);
         assert_eq!(outcome.stdout, b"done\n");
-        assert!(started.elapsed() < DRAIN_GRACE + Duration::from_secs(2));
+        assert!(elapsed >= DRAIN_GRACE && elapsed < DRAIN_GRACE + Duration::from_secs(2));
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! and tag of the remote, force-updated on each fetch, so force-pushes and deleted branches
 //! are followed. A job materialises one commit's tree into a work tree of its own.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use git2::{AutotagOption, FetchOptions, FetchPrune, ObjectType, Oid, Repository};
 
@@ -81,6 +83,7 @@ pub struct Mirror {
     repo: Repository,
     path: PathBuf,
     url: String,
+    lock: Arc<Mutex<()>>,
 }
 
 impl std::fmt::Debug for Mirror {
@@ -129,42 +132,49 @@ impl Mirror {
     ) -> Result<Mirror, MirrorError> {
         let mirrors = cache_dir.join("mirrors");
         let path = mirrors.join(mirror_dir_name(repo_name)?);
-        if let Ok(repo) = Repository::open_bare(&path) {
-            let current = repo
-                .find_remote(REMOTE)
-                .ok()
-                .and_then(|r| r.url().ok().map(str::to_owned));
-            if current.as_deref() != Some(url) {
-                repo.remote_set_url(REMOTE, url)
-                    .map_err(git(format!("pointing the mirror of {repo_name} at {url}")))?;
+        let lock = mirror_lock(&path);
+        let guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let repo = match Repository::open_bare(&path) {
+            Ok(repo) => {
+                let current = repo
+                    .find_remote(REMOTE)
+                    .ok()
+                    .and_then(|r| r.url().ok().map(str::to_owned));
+                if current.as_deref() != Some(url) {
+                    repo.remote_set_url(REMOTE, url)
+                        .map_err(git(format!("pointing the mirror of {repo_name} at {url}")))?;
+                }
+                repo
             }
-            return Ok(Mirror {
-                repo,
-                path,
-                url: url.to_owned(),
-            });
-        }
-        // Clone beside the final place and rename, so that an interrupted clone never leaves
-        // a half-filled mirror where the next job would open it.
-        fs::create_dir_all(&mirrors).map_err(io(format!("creating {}", mirrors.display())))?;
+            Err(_) => Self::clone_fresh(&mirrors, &path, url)?,
+        };
+        drop(guard);
+        Ok(Mirror {
+            repo,
+            path,
+            url: url.to_owned(),
+            lock,
+        })
+    }
+
+    /// Clones beside the final place and renames, so that an interrupted clone never leaves
+    /// a half-filled mirror where the next job would open it.
+    fn clone_fresh(mirrors: &Path, path: &Path, url: &str) -> Result<Repository, MirrorError> {
+        fs::create_dir_all(mirrors).map_err(io(format!("creating {}", mirrors.display())))?;
         let partial = path.with_extension(format!("partial-{}", std::process::id()));
         remove_if_present(&partial)?;
-        remove_if_present(&path)?;
+        // Only a mirror that cannot be opened gets here: a leftover of a broken disk or an
+        // older layout, not a clone in progress (those live under `partial`).
+        remove_if_present(path)?;
         let result = Self::clone_into(&partial, url).and_then(|()| {
-            fs::rename(&partial, &path)
+            fs::rename(&partial, path)
                 .map_err(io(format!("moving the clone to {}", path.display())))
         });
         if let Err(error) = result {
             let _ = fs::remove_dir_all(&partial);
             return Err(error);
         }
-        let repo =
-            Repository::open_bare(&path).map_err(git(format!("opening {}", path.display())))?;
-        Ok(Mirror {
-            repo,
-            path,
-            url: url.to_owned(),
-        })
+        Repository::open_bare(path).map_err(git(format!("opening {}", path.display())))
     }
 
     fn clone_into(path: &Path, url: &str) -> Result<(), MirrorError> {
@@ -182,6 +192,7 @@ impl Mirror {
 
     /// Fetches every branch and tag, force-updating moved refs and pruning deleted ones.
     pub fn fetch(&self) -> Result<(), MirrorError> {
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         fetch_all(&self.repo, &self.url)
     }
 
@@ -323,6 +334,17 @@ impl Mirror {
             .map_err(git(format!("reading {path} at {sha}")))?;
         Ok(Some(blob.content().to_vec()))
     }
+}
+
+/// The lock that serialises clones and fetches of one mirror within this process: the server
+/// and the embedded worker share mirrors, and libgit2 fails rather than waits on a locked ref.
+fn mirror_lock(path: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    locks.entry(path.to_owned()).or_default().clone()
 }
 
 fn fetch_all(repo: &Repository, url: &str) -> Result<(), MirrorError> {
@@ -716,5 +738,39 @@ mod tests {
             .unwrap()
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn https_urls_are_supported() {
+        let cache = tempfile::tempdir().unwrap();
+        // Port 1 on loopback refuses at once: the error must come from connecting, which
+        // shows that this build of libgit2 has an https transport.
+        let url = "https://127.0.0.1:1/repo.git";
+        let error = Mirror::open_or_clone(cache.path(), "remote", url).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains(url), "{message}");
+        // Without a TLS backend libgit2 fails before connecting ("no TLS stream available").
+        assert!(message.contains("connect"), "{message}");
+    }
+
+    #[test]
+    fn concurrent_opens_and_fetches_of_one_mirror_all_succeed() {
+        let mut source = Source::new();
+        let sha = source
+            .commit("main", &[("a", "1")], "first", &[])
+            .to_string();
+        let cache = tempfile::tempdir().unwrap();
+        let url = source.url();
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    let mirror = Mirror::open_or_clone(cache.path(), "demo", &url).unwrap();
+                    mirror.fetch().unwrap();
+                    assert_eq!(mirror.resolve("main").unwrap(), sha);
+                });
+            }
+        });
+        let entries = fs::read_dir(cache.path().join("mirrors")).unwrap().count();
+        assert_eq!(entries, 1, "one mirror, no leftovers");
     }
 }
