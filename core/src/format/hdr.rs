@@ -1,9 +1,11 @@
 //! HdrHistogram payloads inside result documents: decoding them safely and summarising them.
 //!
 //! The `hdrhistogram` deserializer trusts the lengths and counts it reads: a header claiming a
-//! 4 GiB payload makes it allocate 4 GiB before reading, and a crafted count overflows its
-//! arithmetic. Uploaded histograms come from outside, so this module checks the header and walks
-//! the counts itself before handing the bytes over.
+//! 4 GiB payload makes it allocate 4 GiB before reading (and abort the process if that fails),
+//! and crafted counts overflow its arithmetic. Histograms come from outside, so this module checks
+//! the header and walks the counts itself before handing the bytes over. For the same reason it
+//! refuses V2+DEFLATE: the compressed form hides its payload length until inflated, and
+//! inflating it here would need `flate2` as a direct dependency.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -12,9 +14,14 @@ use hdrhistogram::serialization::Deserializer;
 use serde::Serialize;
 
 use super::kymo::FormatError;
+use crate::results::MAX_HDR_BASE64_BYTES;
 
-/// The longest base64 text accepted for one histogram.
-pub const MAX_HDR_BASE64_BYTES: usize = 1024 * 1024;
+/// The largest serialized histogram accepted, once decoded from base64.
+pub const MAX_HDR_BYTES: usize = 1024 * 1024;
+/// The most histogram buckets the `hdr` metrics of one document may have together. Decoding
+/// and reading a histogram costs time in its bucket count, which its header chooses, not in its
+/// size: a few bytes can ask for six million buckets.
+pub const MAX_HDR_BUCKETS_PER_DOCUMENT: usize = 1 << 27;
 
 /// The cookie of an uncompressed V2 histogram (`V2_COOKIE` in `hdrhistogram`).
 const V2_COOKIE: u32 = 0x1c84_9313;
@@ -39,14 +46,13 @@ pub struct HdrSummary {
 /// Decodes a base64 HdrHistogram V2 serialization and summarises it.
 pub fn hdr_percentiles(b64: &str) -> Result<HdrSummary, FormatError> {
     let histogram = decode_hdr(b64).map_err(|reason| FormatError::Invalid {
-        place: "hdr".to_string(),
+        place: "the histogram".to_string(),
         reason,
     })?;
     Ok(summarize(&histogram))
 }
 
-/// Summarises a decoded histogram.
-pub(crate) fn summarize(histogram: &Histogram<u64>) -> HdrSummary {
+fn summarize(histogram: &Histogram<u64>) -> HdrSummary {
     HdrSummary {
         count: histogram.len(),
         min: histogram.min(),
@@ -59,8 +65,30 @@ pub(crate) fn summarize(histogram: &Histogram<u64>) -> HdrSummary {
     }
 }
 
+/// The histograms of one document, decoded while their buckets together stay within
+/// [`MAX_HDR_BUCKETS_PER_DOCUMENT`].
+#[derive(Default)]
+pub(crate) struct DocumentHistograms {
+    buckets: usize,
+}
+
+impl DocumentHistograms {
+    /// Decodes one histogram; the error is a reason, to be prefixed with the place.
+    pub(crate) fn decode(&mut self, b64: &str) -> Result<Histogram<u64>, String> {
+        let histogram = decode_hdr(b64)?;
+        self.buckets += histogram.distinct_values();
+        if self.buckets > MAX_HDR_BUCKETS_PER_DOCUMENT {
+            return Err(format!(
+                "hdr histograms so far have more than {MAX_HDR_BUCKETS_PER_DOCUMENT} buckets \
+                 together; record fewer significant digits or a narrower range"
+            ));
+        }
+        Ok(histogram)
+    }
+}
+
 /// Decodes and validates one histogram. The error is a reason, to be prefixed with the place.
-pub(crate) fn decode_hdr(b64: &str) -> Result<Histogram<u64>, String> {
+fn decode_hdr(b64: &str) -> Result<Histogram<u64>, String> {
     if b64.len() > MAX_HDR_BASE64_BYTES {
         return Err(format!(
             "hdr is {} bytes of base64; at most {MAX_HDR_BASE64_BYTES} are accepted",
@@ -70,6 +98,12 @@ pub(crate) fn decode_hdr(b64: &str) -> Result<Histogram<u64>, String> {
     let bytes = STANDARD
         .decode(b64)
         .map_err(|e| format!("hdr is not standard padded base64: {e}"))?;
+    if bytes.len() > MAX_HDR_BYTES {
+        let size = bytes.len();
+        return Err(format!(
+            "hdr is {size} bytes; at most {MAX_HDR_BYTES} are accepted"
+        ));
+    }
     check_v2_layout(&bytes)?;
     let histogram: Histogram<u64> = Deserializer::new()
         .deserialize(&mut bytes.as_slice())
@@ -85,8 +119,7 @@ fn check_v2_layout(bytes: &[u8]) -> Result<(), String> {
     let not_histogram = |why: &str| format!("hdr is not an HdrHistogram V2 serialization: {why}");
     let cookie = read_u32(bytes, 0).ok_or_else(|| not_histogram("too short"))?;
     if cookie == V2_COMPRESSED_COOKIE {
-        // Its inner payload length is only visible after inflating, so it cannot be checked
-        // before the deserializer allocates it; see the module comment.
+        // See the module comment.
         return Err(
             "hdr is V2+DEFLATE compressed; send the uncompressed V2 serialization".to_string(),
         );
@@ -163,6 +196,18 @@ pub(crate) mod tests {
         STANDARD.encode(bytes)
     }
 
+    /// A V2 serialization, base64, of one value recorded in a histogram of the given range and
+    /// precision, with its number of buckets.
+    fn hdr_with_range(high: u64, sigfig: u8) -> (String, usize) {
+        let mut histogram = Histogram::<u64>::new_with_bounds(1, high, sigfig).unwrap();
+        histogram.record(high / 2).unwrap();
+        let mut bytes = Vec::new();
+        V2Serializer::new()
+            .serialize(&histogram, &mut bytes)
+            .unwrap();
+        (STANDARD.encode(bytes), histogram.distinct_values())
+    }
+
     /// A V2 header with the given payload length, followed by `payload`.
     fn v2_with(payload_len: u32, payload: &[u8]) -> String {
         let mut bytes = Vec::new();
@@ -207,9 +252,27 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn rejects_oversized_base64_before_decoding() {
+    fn rejects_oversized_histograms() {
         let huge = "A".repeat(MAX_HDR_BASE64_BYTES + 4);
-        assert!(rejection(&huge).contains("at most 1048576"));
+        assert!(rejection(&huge).contains("1400004 bytes of base64; at most 1400000"));
+        let decoded = STANDARD.encode(vec![0; MAX_HDR_BYTES + 1]);
+        assert!(rejection(&decoded).contains("1048577 bytes; at most 1048576"));
+    }
+
+    #[test]
+    fn a_document_may_hold_only_so_many_buckets() {
+        // A few bytes each, but six million buckets to allocate.
+        let (hdr, buckets) = hdr_with_range(u64::MAX / 4, 5);
+        assert!(hdr.len() < 100 && buckets > 6_000_000, "{buckets}");
+        let mut document = DocumentHistograms::default();
+        for _ in 0..MAX_HDR_BUCKETS_PER_DOCUMENT / buckets {
+            document.decode(&hdr).unwrap();
+        }
+        let message = document.decode(&hdr).unwrap_err();
+        assert!(
+            message.contains("more than 134217728 buckets together"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -224,7 +287,7 @@ pub(crate) mod tests {
     fn rejects_hostile_counts_that_would_overflow() {
         // A zero run of i64::MIN: negating it overflows inside the deserializer.
         assert!(rejection(&v2_with(9, &[0xff; 9])).contains("out of range"));
-        // Two counts of i64::MAX: their sum overflows a u64 during percentile scans.
+        // Three counts of i64::MAX: their sum overflows the u64 that percentile scans add into.
         let max_count = [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
         let payload = [max_count, max_count, max_count].concat();
         assert!(rejection(&v2_with(27, &payload)).contains("total count overflows"));
@@ -235,7 +298,7 @@ pub(crate) mod tests {
     #[test]
     fn rejects_counts_beyond_the_histogram_range() {
         // One count after skipping far more buckets than a 1..1e6 histogram has.
-        let payload = [0xff, 0xff, 0xff, 0x0f, 2]; // zig-zag of -2^27, then a count of 1
+        let payload = [0xff, 0xff, 0xff, 0x7f, 2]; // zig-zag of -2^27, then a count of 1
         let message = rejection(&v2_with(5, &payload));
         assert!(message.contains("not an HdrHistogram"), "{message}");
     }
