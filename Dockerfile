@@ -3,7 +3,7 @@
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
-RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm \
+RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm libssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -12,7 +12,7 @@ ENV SQLX_OFFLINE=true
 RUN cargo build --release --locked -p kymo-server --bin kymo
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates libssl3 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 10001 kymo \
     && mkdir /data && chown kymo /data

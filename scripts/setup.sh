@@ -8,6 +8,8 @@ need_apt=()
 command -v git >/dev/null || need_apt+=(git)
 command -v cc >/dev/null || need_apt+=(build-essential)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+# libgit2's https transport links the system OpenSSL.
+pkg-config --exists openssl 2>/dev/null || need_apt+=(libssl-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

@@ -45,6 +45,24 @@ pub enum Command {
     },
     /// Upload results produced elsewhere (CI).
     Upload(UploadArgs),
+    /// Benchmark a generated history of kymo's own kernels and serve the dashboard.
+    Demo {
+        /// Address to serve the dashboard on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// Directory for the demo repository and database (cleared and rewritten).
+        #[arg(long, default_value = "kymo-demo")]
+        data: PathBuf,
+        /// Print the summary and exit instead of serving.
+        #[arg(long)]
+        no_serve: bool,
+    },
+    /// Run bench-kernels, kymo's own workload (what the demo's suites call).
+    #[command(hide = true, disable_help_flag = true)]
+    Kernels {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Exit 0 when the server answers its health check (for container health checks).
     Health {
         #[command(flatten)]
@@ -226,6 +244,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Upload(args) => upload(args).await,
+        Command::Demo {
+            listen,
+            data,
+            no_serve,
+        } => {
+            crate::demo::demo(crate::demo::DemoOptions {
+                listen,
+                data,
+                serve: !no_serve,
+            })
+            .await
+        }
+        Command::Kernels { args } => blocking(move || bench_kernels::run_cli(args)).await,
         Command::Health { server } => {
             blocking(move || client(&server).wait_healthy(std::time::Duration::from_secs(2))).await
         }

@@ -8,6 +8,7 @@ pub mod api;
 
 pub mod chart;
 pub mod cli;
+pub mod demo;
 pub mod error;
 pub mod git;
 pub mod pages;

@@ -11,6 +11,8 @@ use kymo_core::clock::{SharedClock, SystemClock};
 use kymo_core::db::{Db, LeaseSettings, TokenScope};
 use kymo_worker::{Worker, WorkerConfig};
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
 use crate::state::AppState;
 
@@ -27,8 +29,31 @@ pub struct ServeOptions {
 
 const EMBEDDED_WORKER: &str = "embedded-worker";
 
+/// A started service: its address and state, until it is stopped.
+pub struct RunningServer {
+    pub address: SocketAddr,
+    pub state: AppState,
+    stop_worker: Arc<AtomicBool>,
+    shutdown: Arc<Notify>,
+    server: JoinHandle<std::io::Result<()>>,
+    reaper: JoinHandle<()>,
+}
+
 /// Runs the service until SIGINT or SIGTERM.
 pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
+    let db = options.db.clone();
+    let running = start(options).await?;
+    // The first line on stdout is the address: scripts and tests read it when port 0 was asked.
+    println!(
+        "kymo is serving http://{} (database {})",
+        running.address,
+        db.display()
+    );
+    running.run_until_signal().await
+}
+
+/// Opens the database, binds the listener and starts serving, the reaper and the worker.
+pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
     let db = Db::open(&options.db)
         .await
         .with_context(|| format!("cannot open the database {}", options.db.display()))?;
@@ -43,11 +68,9 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", options.listen))?;
     let address = listener.local_addr()?;
-    // The first line on stdout is the address: scripts and tests read it when port 0 was asked.
-    println!("kymo is serving http://{address} (database {})", options.db.display());
 
     let reaper = tokio::spawn(reap_leases(db.clone(), clock.clone()));
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop_worker = Arc::new(AtomicBool::new(false));
     if options.embedded_worker {
         let now = clock.now();
         db.revoke_tokens_named(EMBEDDED_WORKER, now).await?;
@@ -55,24 +78,51 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
         let config = WorkerConfig {
             server: format!("http://{address}"),
             token,
-            cache_dir: options.data_dir.join("worker"),
-            poll_interval: Duration::from_secs(1),
+            cache_dir: options.data_dir.clone(),
+            poll_interval: Duration::from_millis(500),
             limits: Default::default(),
         };
-        let stop = stop.clone();
+        let stop = stop_worker.clone();
         std::thread::Builder::new()
             .name("embedded-worker".into())
             .spawn(move || Worker::new(config).run_until(&stop))?;
     }
 
-    axum::serve(listener, crate::app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
-    stop.store(true, Ordering::Relaxed);
-    reaper.abort();
-    db.close().await;
-    tracing::info!("kymo stopped");
-    Ok(())
+    let shutdown = Arc::new(Notify::new());
+    let notified = shutdown.clone();
+    let app = crate::app(state.clone());
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { notified.notified().await })
+            .await
+    });
+    Ok(RunningServer {
+        address,
+        state,
+        stop_worker,
+        shutdown,
+        server,
+        reaper,
+    })
+}
+
+impl RunningServer {
+    /// Serves until SIGINT or SIGTERM, then stops gracefully.
+    pub async fn run_until_signal(self) -> anyhow::Result<()> {
+        shutdown_signal().await;
+        self.stop().await
+    }
+
+    /// Stops accepting requests, lets running ones finish, stops the worker, closes the database.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.stop_worker.store(true, Ordering::Relaxed);
+        self.shutdown.notify_one();
+        self.server.await??;
+        self.reaper.abort();
+        self.state.db.close().await;
+        tracing::info!("kymo stopped");
+        Ok(())
+    }
 }
 
 /// Returns expired leases to the queue every few seconds, so that a dead worker's job is

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kymo_core::clock::SharedClock;
 use kymo_core::db::{Db, LeaseSettings};
 
+
 /// Application state, cloned into every handler through axum's `State`.
 #[derive(Clone)]
 pub struct AppState {
@@ -21,8 +22,9 @@ impl AppState {
         self.clock.now()
     }
 
-    /// The directory holding the server's git mirrors (to resolve commits and read history).
+    /// The directory holding the git mirrors (to resolve commits and read history); the
+    /// embedded worker shares it, so each repository is cloned once per machine.
     pub fn mirror_dir(&self) -> PathBuf {
-        self.data_dir.join("server")
+        self.data_dir.as_ref().clone()
     }
 }

@@ -13,7 +13,7 @@ use kymo_core::protocol::{ClaimRequest, ClaimedJob, Completion, JobOutcome};
 use crate::client::ServerClient;
 use crate::config::{KYMO_TOML_MAX_BYTES, parse_kymo_toml_bytes};
 use crate::fingerprint::{detect_environment, detect_specs};
-use crate::mirror::Mirror;
+use crate::mirror::{Mirror, mirror_dir_name};
 use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, run_suite};
 
 /// How a worker is set up.
@@ -145,12 +145,14 @@ impl Worker {
     fn try_run_job(&self, job: &ClaimedJob) -> anyhow::Result<JobOutcome> {
         let cache = &self.config.cache_dir;
         let sha = job.commit.as_str();
-        let mirror = Mirror::open_or_clone(&cache.join("mirrors"), &job.repository, &job.url)
+        // The server names the repository; it still must not pick paths outside the cache.
+        let dir_name = mirror_dir_name(&job.repository)?;
+        let mirror = Mirror::open_or_clone(cache, &job.repository, &job.url)
             .with_context(|| format!("cannot clone {}", job.url))?;
         if !mirror.has_commit(sha) {
             mirror.fetch().with_context(|| format!("cannot fetch {}", job.url))?;
         }
-        let worktree = cache.join("worktrees").join(&job.repository);
+        let worktree = cache.join("worktrees").join(&dir_name);
         mirror
             .checkout(sha, &worktree)
             .with_context(|| format!("cannot check out commit {sha}"))?;
@@ -170,7 +172,7 @@ impl Worker {
             }
         };
         // One cargo target directory per repository keeps rebuilds incremental across commits.
-        let target = cache.join("targets").join(&job.repository);
+        let target = cache.join("targets").join(&dir_name);
         let env = vec![
             ("CARGO_TARGET_DIR".to_owned(), target.display().to_string()),
             ("KYMO_COMMIT".to_owned(), sha.to_owned()),

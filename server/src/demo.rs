@@ -1,0 +1,243 @@
+//! `kymo demo`: a whole product tour with no set-up. It writes a git repository whose commits
+//! switch real kernel variants of bench-kernels (so some commits really are slower, and a later
+//! one fixes one of them), benchmarks every commit with the embedded worker, and serves the
+//! dashboard.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use kymo_core::db::LeaseSettings;
+
+use crate::git;
+use crate::serve::{ServeOptions, start};
+
+/// What `kymo demo` was asked to do.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    pub listen: SocketAddr,
+    pub data: PathBuf,
+    pub serve: bool,
+}
+
+/// One commit of the demo history: a message and the variants file it commits.
+struct DemoCommit {
+    message: &'static str,
+    bus: &'static str,
+    sealed_reader: &'static str,
+    scheduler: &'static str,
+    store: &'static str,
+}
+
+const FAST: DemoCommit = DemoCommit {
+    message: "",
+    bus: "soa",
+    sealed_reader: "mmap",
+    scheduler: "drr",
+    store: "mmap",
+};
+
+/// The story the demo's history tells: slowdowns land, one is fixed, the rest stay.
+fn history() -> Vec<DemoCommit> {
+    let mut state = DemoCommit { ..FAST };
+    let mut commits = Vec::new();
+    let steps: [(&str, Option<(&str, &str)>); 20] = [
+        ("Initial import of the kernels", None),
+        ("docs: explain the ring tiers", None),
+        ("ci: cache the cargo registry", None),
+        ("bus: switch to the classic bounded backend", Some(("bus", "classic"))),
+        ("refactor: split the broker into modules", None),
+        ("docs: fix a typo in the README", None),
+        ("log: read sealed segments with read() instead of mmap", Some(("sealed_reader", "read"))),
+        ("tests: cover the sparse index", None),
+        ("bus: back to the structure-of-arrays backend", Some(("bus", "soa"))),
+        ("chore: bump dependencies", None),
+        ("scheduler: fall back to FIFO for simplicity", Some(("scheduler", "fifo"))),
+        ("docs: describe the scenarios", None),
+        ("refactor: rename the capture simulation", None),
+        ("ring: record through a write() syscall per sample", Some(("store", "write"))),
+        ("ci: run clippy on all targets", None),
+        ("docs: add the figures table", None),
+        ("tests: property tests for the ring", None),
+        ("chore: tidy imports", None),
+        ("docs: changelog for 0.2", None),
+        ("release 0.2", None),
+    ];
+    for (message, change) in steps {
+        match change {
+            Some(("bus", v)) => state.bus = v,
+            Some(("sealed_reader", v)) => state.sealed_reader = v,
+            Some(("scheduler", v)) => state.scheduler = v,
+            Some(("store", v)) => state.store = v,
+            _ => {}
+        }
+        commits.push(DemoCommit { message, ..state });
+    }
+    commits
+}
+
+fn variants_toml(c: &DemoCommit) -> String {
+    format!(
+        "[bus]\nbackend = \"{}\"\n\n[log_read]\nsealed_reader = \"{}\"\n\n[fair_queue]\nscheduler = \"{}\"\n\n[ring]\nstore = \"{}\"\n",
+        c.bus, c.sealed_reader, c.scheduler, c.store
+    )
+}
+
+/// The demo's kymo.toml runs this very binary's embedded kernels, so no build is needed.
+fn kymo_toml(kymo: &Path) -> String {
+    let run = format!("'{}' kernels --quick --json --variants variants.toml", kymo.display());
+    format!(
+        "[[suite]]\nname = \"kernels\"\nrun = {run:?}\nformat = \"kymo\"\nrepeat = 1\ntimeout = \"2m\"\n"
+    )
+}
+
+/// Writes the demo repository; returns how many commits it has.
+fn write_repository(dir: &Path, kymo: &Path) -> anyhow::Result<usize> {
+    let repo = git2::Repository::init_opts(
+        dir,
+        git2::RepositoryInitOptions::new().initial_head("main"),
+    )?;
+    let history = history();
+    let mut parent: Option<git2::Oid> = None;
+    // Fixed, increasing commit times keep the demo history reproducible.
+    let start = 1_790_000_000;
+    for (i, commit) in history.iter().enumerate() {
+        std::fs::write(dir.join("variants.toml"), variants_toml(commit))?;
+        std::fs::write(dir.join("kymo.toml"), kymo_toml(kymo))?;
+        std::fs::write(
+            dir.join("NOTES.md"),
+            format!("# kymo demo\n\nstep {i}: {}\n", commit.message),
+        )?;
+        let mut index = repo.index()?;
+        index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+        index.write()?;
+        let tree = repo.find_tree(index.write_tree()?)?;
+        let when = git2::Time::new(start + i as i64 * 3_600, 0);
+        let sig = git2::Signature::new("Kymo Demo", "demo@kymo.invalid", &when)?;
+        let parents: Vec<git2::Commit> = parent.map(|p| repo.find_commit(p)).transpose()?.into_iter().collect();
+        let parents: Vec<&git2::Commit> = parents.iter().collect();
+        parent = Some(repo.commit(Some("HEAD"), &sig, &sig, commit.message, &tree, &parents)?);
+    }
+    Ok(history.len())
+}
+
+/// Marks a directory as the demo's own, so that a later run may clear it.
+const MARKER: &str = ".kymo-demo";
+
+fn prepare_data_dir(data: &Path) -> anyhow::Result<()> {
+    if data.exists() {
+        let ours = data.join(MARKER).exists();
+        let empty = std::fs::read_dir(data)?.next().is_none();
+        if !ours && !empty {
+            bail!(
+                "{} exists and was not made by `kymo demo`; choose another --data directory",
+                data.display()
+            );
+        }
+        if ours {
+            std::fs::remove_dir_all(data)
+                .with_context(|| format!("cannot clear the old demo in {}", data.display()))?;
+        }
+    }
+    std::fs::create_dir_all(data)?;
+    std::fs::write(data.join(MARKER), "made by kymo demo; deleted by the next one\n")?;
+    Ok(())
+}
+
+/// Runs the demo.
+pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
+    let data = std::path::absolute(&options.data)?;
+    prepare_data_dir(&data)?;
+    let kymo = std::env::current_exe().context("cannot find the kymo executable")?;
+    let repo_dir = data.join("demo-repo");
+    std::fs::create_dir_all(&repo_dir)?;
+    let commits = write_repository(&repo_dir, &kymo)?;
+
+    let running = start(ServeOptions {
+        db: data.join("kymo.db"),
+        listen: options.listen,
+        embedded_worker: true,
+        leases: LeaseSettings::default(),
+        data_dir: data.join("kymo-data"),
+    })
+    .await?;
+    let state = running.state.clone();
+    let repo = state
+        .db
+        .create_repository("kernels", &repo_dir.display().to_string(), "main", state.now())
+        .await?;
+    git::sync_history(&state, &repo).await?;
+    // Oldest first: the queue runs jobs in the order they were queued.
+    let history = state.db.history(repo.id, commits as i64, 0).await?;
+    for row in history.iter().rev() {
+        state
+            .db
+            .enqueue_commit(repo.id, row.id, 0, state.leases, state.now())
+            .await?;
+    }
+
+    let bar = ProgressBar::new(commits as u64).with_style(
+        ProgressStyle::with_template("{spinner} benchmarking {pos}/{len} commits [{bar:30}] {elapsed}")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    let started = std::time::Instant::now();
+    loop {
+        let jobs = state.db.jobs(commits as i64 * 2).await?;
+        let done = jobs.iter().filter(|j| matches!(j.state.as_str(), "succeeded" | "failed")).count();
+        bar.set_position(done as u64);
+        if done >= commits {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    bar.finish_and_clear();
+    let jobs = state.db.jobs(commits as i64 * 2).await?;
+    let failed: Vec<_> = jobs.iter().filter(|j| j.state == "failed").collect();
+    println!(
+        "benchmarked {} commits in {:.0}s ({} failed)",
+        commits,
+        started.elapsed().as_secs_f64(),
+        failed.len()
+    );
+    for job in &failed {
+        println!("  job {} failed: {}", job.id, job.error.as_deref().unwrap_or("?"));
+    }
+    print_biggest_changes(&state, &repo, &history).await?;
+    if options.serve {
+        println!("kymo is serving the demo at http://{}/repos/kernels (Ctrl-C stops it)", running.address);
+        running.run_until_signal().await
+    } else {
+        running.stop().await
+    }
+}
+
+/// Prints the largest commit-to-parent changes the history holds, the slowdowns the demo's
+/// commits introduced among them.
+async fn print_biggest_changes(
+    state: &crate::AppState,
+    repo: &kymo_core::db::RepositoryRow,
+    history: &[kymo_core::db::HistoryRow],
+) -> anyhow::Result<()> {
+    let mut changes = Vec::new();
+    for pair in history.windows(2) {
+        let (newer, older) = (&pair[0], &pair[1]);
+        for m in state.db.commit_measurements(newer.id, Some(older.id)).await? {
+            let Some(parent) = m.parent_value.filter(|p| *p != 0.0) else {
+                continue;
+            };
+            let pct = (m.value - parent) / parent.abs() * 100.0;
+            let worse = (pct > 0.0) == (m.direction == "lower");
+            changes.push((pct.abs(), pct, worse, newer.sha[..10].to_owned(), m.benchmark, m.metric));
+        }
+    }
+    changes.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!("largest changes against the parent commit in {}:", repo.name);
+    for (_, pct, worse, sha, benchmark, metric) in changes.iter().take(8) {
+        let verdict = if *worse { "slower" } else { "faster" };
+        println!("  {sha}  {pct:+7.1} %  {verdict:<6}  {benchmark} {metric}");
+    }
+    Ok(())
+}
