@@ -10,3 +10,4 @@ pub mod format;
 pub mod model;
 pub mod protocol;
 pub mod results;
+pub mod stats;

@@ -1,0 +1,1 @@
+//! Statistics behind kymo's verdicts (being written).
