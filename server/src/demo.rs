@@ -241,3 +241,38 @@ async fn print_biggest_changes(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_history_slows_down_and_recovers() {
+        let history = history();
+        assert_eq!(history.len(), 20);
+        let first = &history[0];
+        assert_eq!((first.bus, first.sealed_reader, first.scheduler, first.store), ("soa", "mmap", "drr", "mmap"));
+        let buses: Vec<&str> = history.iter().map(|c| c.bus).collect();
+        let slow = buses.iter().position(|b| *b == "classic").unwrap();
+        let fixed = buses.iter().skip(slow).position(|b| *b == "soa").unwrap() + slow;
+        assert!(slow < fixed, "the bus slowdown is fixed later");
+        let last = history.last().unwrap();
+        assert_eq!((last.sealed_reader, last.scheduler, last.store), ("read", "fifo", "write"));
+    }
+
+    #[test]
+    fn a_directory_the_demo_did_not_make_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("precious.txt"), "keep me").unwrap();
+        let err = prepare_data_dir(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("not made by `kymo demo`"), "{err}");
+        assert!(dir.path().join("precious.txt").exists());
+
+        let ours = dir.path().join("demo");
+        prepare_data_dir(&ours).unwrap();
+        std::fs::write(ours.join("old.db"), "stale").unwrap();
+        prepare_data_dir(&ours).unwrap();
+        assert!(!ours.join("old.db").exists(), "a demo directory is cleared");
+        assert!(ours.join(MARKER).exists());
+    }
+}

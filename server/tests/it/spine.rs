@@ -77,3 +77,54 @@ fn nav_links(page: &str) -> usize {
     let chart_end = page.rfind("</svg>").unwrap_or(0);
     page[..chart_start].matches("<a ").count() + page[chart_end..].matches("<a ").count()
 }
+
+#[test]
+fn results_from_ci_are_uploaded_under_this_machines_fingerprint() {
+    let repo = TestRepo::new();
+    let sha = repo.commit(&[("README", "hello")], "no suites here");
+    let server = KymoServer::start(&["--no-worker"]);
+    assert_ok(&server.kymo(&["repo", "add", "ci", repo.path().to_str().unwrap()]));
+
+    let results = tempfile::tempdir().unwrap();
+    let doc = |v: f64| {
+        format!(
+            r#"{{"benchmarks":[{{"name":"ci/bench","metrics":[{{"name":"time","unit":"ns","direction":"lower","samples":[{v},{v},{}]}}]}}]}}"#,
+            v + 2.0
+        )
+    };
+    std::fs::write(results.path().join("alpha.json"), doc(10.0)).unwrap();
+    std::fs::write(results.path().join("beta.json"), doc(20.0).replace("ci/bench", "ci/other")).unwrap();
+    let out = assert_ok(&server.kymo(&[
+        "upload",
+        "--repo",
+        "ci",
+        "--commit",
+        &sha,
+        results.path().to_str().unwrap(),
+    ]));
+    assert!(out.contains("stored 2 measurements"), "{out}");
+
+    let commit = server.get_json(&format!("/api/v1/repos/ci/commits/{sha}"));
+    let values: Vec<f64> = commit["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(values, vec![10.0, 20.0]);
+    assert_eq!(commit["runs"][0]["source"], "upload");
+
+    // A broken file is refused with its name, and nothing is stored.
+    let bad = results.path().join("broken.json");
+    std::fs::write(&bad, r#"{"benchmarks":[{"name":"x","metrics":[]}]}"#).unwrap();
+    let output = server.kymo(&["upload", "--repo", "ci", "--commit", &sha, bad.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("broken.json"), "{stderr}");
+    let commit = server.get_json(&format!("/api/v1/repos/ci/commits/{sha}"));
+    assert_eq!(commit["runs"].as_array().unwrap().len(), 1);
+
+    let listed = assert_ok(&server.kymo(&["repo", "list", "--json"]));
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed[0]["name"], "ci");
+}
