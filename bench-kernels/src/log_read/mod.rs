@@ -1,0 +1,12 @@
+//! RustLog's read path: a log of segment files holding 100-byte records, each segment
+//! with a sparse index (every 100th record). Sealed segments are read through a memory
+//! map (or, as the slow variant, like the active one), the active segment through file
+//! reads. A fetch returns whole records starting at an offset, up to `max_bytes`.
+
+mod index;
+mod segment;
+mod suite;
+
+pub use index::{INDEX_INTERVAL, SparseIndex};
+pub use segment::{RECORD_BYTES, RECORD_HEADER_BYTES, Segment, SegmentLog};
+pub use suite::LogReadSuite;

@@ -1,0 +1,460 @@
+//! Segment files and the log that rolls them.
+//!
+//! A record is `[offset u64][payload length u32][payload]`, little endian; the suite's
+//! payloads make every record 100 bytes. A fetch finds the starting byte through the
+//! sparse index and a forward scan, then returns whole records up to `max_bytes` (always at
+//! least one, as a consumer must make progress).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write as _};
+use std::os::fd::AsRawFd as _;
+use std::os::unix::fs::FileExt as _;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use super::index::SparseIndex;
+use crate::error::{IoContext, KernelError};
+use crate::variants::SealedReader;
+
+/// Bytes of a record's header.
+pub const RECORD_HEADER_BYTES: usize = 12;
+/// Bytes of every record the suite writes: header and an 88-byte payload.
+pub const RECORD_BYTES: usize = 100;
+/// What a file read fetches at a time: the capacity of a default `BufReader`.
+const READ_CHUNK: usize = 8 * 1024;
+
+/// One segment file: active (appendable, read through the file) until sealed.
+pub struct Segment {
+    base_offset: u64,
+    path: PathBuf,
+    writer: Option<BufWriter<File>>,
+    file: File,
+    /// Bytes readers may see (appended and flushed).
+    visible: u64,
+    written: u64,
+    next_offset: u64,
+    index: SparseIndex,
+    map: Option<Mmap>,
+    sealed_reader: Option<SealedReader>,
+}
+
+fn header_at(bytes: &[u8], at: usize) -> Result<(u64, usize), KernelError> {
+    let header = bytes
+        .get(at..at + RECORD_HEADER_BYTES)
+        .ok_or_else(|| KernelError::Corrupt(format!("truncated record header at byte {at}")))?;
+    let offset = u64::from_le_bytes(header[..8].try_into().expect("8 bytes"));
+    let len = u32::from_le_bytes(header[8..].try_into().expect("4 bytes")) as usize;
+    Ok((offset, RECORD_HEADER_BYTES + len))
+}
+
+impl Segment {
+    /// Creates an empty active segment whose first record will have `base_offset`.
+    pub fn create(dir: &Path, base_offset: u64) -> Result<Self, KernelError> {
+        let path = dir.join(format!("{base_offset:020}.log"));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .io_context("creating a segment")?;
+        let writer = BufWriter::with_capacity(1 << 20, file.try_clone().io_context("segment")?);
+        Ok(Self {
+            base_offset,
+            path,
+            writer: Some(writer),
+            file,
+            visible: 0,
+            written: 0,
+            next_offset: base_offset,
+            index: SparseIndex::default(),
+            map: None,
+            sealed_reader: None,
+        })
+    }
+
+    /// Appends a record and returns its offset; readers see it after [`Segment::flush`].
+    pub fn append(&mut self, payload: &[u8]) -> Result<u64, KernelError> {
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| KernelError::Corrupt("append to a sealed segment".to_string()))?;
+        let offset = self.next_offset;
+        writer
+            .write_all(&offset.to_le_bytes())
+            .and_then(|()| writer.write_all(&(payload.len() as u32).to_le_bytes()))
+            .and_then(|()| writer.write_all(payload))
+            .io_context("appending a record")?;
+        self.index.observe(self.base_offset, offset, self.written);
+        self.written += (RECORD_HEADER_BYTES + payload.len()) as u64;
+        self.next_offset += 1;
+        Ok(offset)
+    }
+
+    /// Hands appended records to the operating system, making them readable.
+    pub fn flush(&mut self) -> Result<(), KernelError> {
+        if let Some(writer) = self.writer.as_mut() {
+            writer.flush().io_context("flushing a segment")?;
+        }
+        self.visible = self.written;
+        Ok(())
+    }
+
+    /// Makes the segment immutable: flushed, synced, and mapped if `reader` says so.
+    pub fn seal(&mut self, reader: SealedReader) -> Result<(), KernelError> {
+        self.flush()?;
+        self.writer = None;
+        self.file
+            .sync_all()
+            .io_context("syncing a sealed segment")?;
+        self.sealed_reader = Some(reader);
+        self.remap()
+    }
+
+    fn remap(&mut self) -> Result<(), KernelError> {
+        self.map = None;
+        if self.sealed_reader == Some(SealedReader::Mmap) && self.visible > 0 {
+            // SAFETY: a sealed segment is never written again while mapped.
+            let map = unsafe { Mmap::map(&self.file) }.io_context("mapping a sealed segment")?;
+            self.map = Some(map);
+        }
+        Ok(())
+    }
+
+    /// Evicts the segment from the page cache (`posix_fadvise(DONTNEED)`), unmapping it
+    /// first since mapped pages are not evicted, so that the next read goes to the disk.
+    pub fn drop_page_cache(&mut self) -> Result<(), KernelError> {
+        self.flush()?;
+        self.file
+            .sync_data()
+            .io_context("syncing before eviction")?;
+        self.map = None;
+        // SAFETY: plain system call on a file descriptor we own.
+        let rc =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc != 0 {
+            return Err(KernelError::Io {
+                context: "posix_fadvise(DONTNEED)".to_string(),
+                source: std::io::Error::from_raw_os_error(rc),
+            });
+        }
+        if self.sealed_reader.is_some() {
+            self.remap()?;
+        }
+        Ok(())
+    }
+
+    /// The first offset of this segment.
+    pub fn base_offset(&self) -> u64 {
+        self.base_offset
+    }
+
+    /// The offset the next append gets.
+    pub fn next_offset(&self) -> u64 {
+        self.next_offset
+    }
+
+    /// Bytes appended so far.
+    pub fn size_bytes(&self) -> u64 {
+        self.written
+    }
+
+    /// The segment's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Clears `out` and fills it with whole records from `offset` on, at most `max_bytes`
+    /// of them (but at least one); returns how many records it holds.
+    pub fn read(
+        &self,
+        offset: u64,
+        max_bytes: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, KernelError> {
+        out.clear();
+        if offset < self.base_offset || offset >= self.next_offset {
+            return Ok(0);
+        }
+        let (from_offset, from_position) =
+            self.index.floor(offset).unwrap_or((self.base_offset, 0));
+        match &self.map {
+            Some(map) => read_mapped(
+                map,
+                from_offset,
+                from_position as usize,
+                offset,
+                max_bytes,
+                out,
+            ),
+            None => self.read_through_file(from_offset, from_position, offset, max_bytes, out),
+        }
+    }
+
+    /// `pread` in `READ_CHUNK` pieces into a buffer allocated for the fetch, as a reader of
+    /// a file that is still growing must do.
+    fn read_through_file(
+        &self,
+        mut current: u64,
+        mut position: u64,
+        wanted: u64,
+        max_bytes: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, KernelError> {
+        let mut chunk = vec![0u8; READ_CHUNK];
+        let (mut chunk_start, mut chunk_len) = (position, 0usize);
+        let mut records = 0;
+        while position < self.visible {
+            let mut at = (position - chunk_start) as usize;
+            if at + RECORD_HEADER_BYTES > chunk_len
+                || at + header_at(&chunk[..chunk_len], at)?.1 > chunk_len
+            {
+                let want = ((self.visible - position) as usize).min(READ_CHUNK);
+                let mut filled = 0;
+                while filled < want {
+                    let n = self
+                        .file
+                        .read_at(&mut chunk[filled..want], position + filled as u64)
+                        .io_context("reading a segment")?;
+                    if n == 0 {
+                        break;
+                    }
+                    filled += n;
+                }
+                (chunk_start, chunk_len, at) = (position, filled, 0);
+            }
+            let (record_offset, size) = header_at(&chunk[..chunk_len], at)?;
+            if record_offset != current || at + size > chunk_len {
+                return Err(KernelError::Corrupt(format!(
+                    "record at byte {position} has offset {record_offset}, expected {current}"
+                )));
+            }
+            if current >= wanted {
+                if records > 0 && out.len() + size > max_bytes {
+                    break;
+                }
+                out.extend_from_slice(&chunk[at..at + size]);
+                records += 1;
+            }
+            position += size as u64;
+            current += 1;
+        }
+        Ok(records)
+    }
+}
+
+/// Scans the mapping forward to `wanted`, then copies whole records out.
+fn read_mapped(
+    map: &[u8],
+    mut current: u64,
+    mut position: usize,
+    wanted: u64,
+    max_bytes: usize,
+    out: &mut Vec<u8>,
+) -> Result<u64, KernelError> {
+    while current < wanted {
+        let (record_offset, size) = header_at(map, position)?;
+        if record_offset != current {
+            return Err(KernelError::Corrupt(format!(
+                "record at byte {position} has offset {record_offset}, expected {current}"
+            )));
+        }
+        position += size;
+        current += 1;
+    }
+    let start = position;
+    let mut records = 0;
+    while position < map.len() {
+        let (_, size) = header_at(map, position)?;
+        if records > 0 && position - start + size > max_bytes {
+            break;
+        }
+        position += size;
+        records += 1;
+    }
+    out.extend_from_slice(&map[start..position]);
+    Ok(records)
+}
+
+/// A log: sealed segments and one active segment, rolled at `segment_bytes`.
+pub struct SegmentLog {
+    dir: PathBuf,
+    segment_bytes: u64,
+    sealed_reader: SealedReader,
+    segments: Vec<Segment>,
+}
+
+impl SegmentLog {
+    /// An empty log in `dir`.
+    pub fn create(
+        dir: &Path,
+        segment_bytes: u64,
+        sealed_reader: SealedReader,
+    ) -> Result<Self, KernelError> {
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            segment_bytes,
+            sealed_reader,
+            segments: vec![Segment::create(dir, 0)?],
+        })
+    }
+
+    /// Appends a record, sealing the active segment first if the record would not fit.
+    pub fn append(&mut self, payload: &[u8]) -> Result<u64, KernelError> {
+        let active = self
+            .segments
+            .last_mut()
+            .expect("a log has an active segment");
+        let size = (RECORD_HEADER_BYTES + payload.len()) as u64;
+        if active.size_bytes() > 0 && active.size_bytes() + size > self.segment_bytes {
+            active.seal(self.sealed_reader)?;
+            let next = active.next_offset();
+            self.segments.push(Segment::create(&self.dir, next)?);
+        }
+        self.segments
+            .last_mut()
+            .expect("a log has an active segment")
+            .append(payload)
+    }
+
+    /// Makes every appended record readable.
+    pub fn flush(&mut self) -> Result<(), KernelError> {
+        self.segments
+            .last_mut()
+            .expect("a log has an active segment")
+            .flush()
+    }
+
+    /// Fetches from the segment holding `offset` (a fetch never spans two segments).
+    pub fn read(
+        &self,
+        offset: u64,
+        max_bytes: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, KernelError> {
+        let at = self.segments.partition_point(|s| s.base_offset() <= offset);
+        match at.checked_sub(1) {
+            Some(i) => self.segments[i].read(offset, max_bytes, out),
+            None => {
+                out.clear();
+                Ok(0)
+            }
+        }
+    }
+
+    /// The segments, oldest first; the last is active.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(offset: u64) -> Vec<u8> {
+        let mut p = vec![b'.'; RECORD_BYTES - RECORD_HEADER_BYTES];
+        p[..8].copy_from_slice(&offset.to_le_bytes());
+        p
+    }
+
+    fn offsets_in(bytes: &[u8]) -> Vec<u64> {
+        bytes
+            .chunks(RECORD_BYTES)
+            .map(|r| u64::from_le_bytes(r[..8].try_into().unwrap()))
+            .collect()
+    }
+
+    fn segment(dir: &Path, records: u64) -> Segment {
+        let mut s = Segment::create(dir, 1000).unwrap();
+        for i in 0..records {
+            assert_eq!(s.append(&payload(1000 + i)).unwrap(), 1000 + i);
+        }
+        s.flush().unwrap();
+        s
+    }
+
+    #[test]
+    fn every_offset_is_found_by_every_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = segment(dir.path(), 1234);
+        let mut out = Vec::new();
+        let mut check = |s: &Segment| {
+            for offset in [1000, 1001, 1099, 1100, 1101, 1999, 2233] {
+                assert_eq!(s.read(offset, 250, &mut out).unwrap(), 2.min(2234 - offset));
+                assert_eq!(offsets_in(&out)[0], offset);
+                assert_eq!(
+                    &out[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + 8],
+                    &offset.to_le_bytes()
+                );
+            }
+            assert_eq!(s.read(2234, 250, &mut out).unwrap(), 0);
+            assert_eq!(s.read(999, 250, &mut out).unwrap(), 0);
+        };
+        check(&s);
+        s.seal(SealedReader::Mmap).unwrap();
+        assert!(s.map.is_some());
+        check(&s);
+        s.drop_page_cache().unwrap();
+        check(&s);
+    }
+
+    #[test]
+    fn max_bytes_returns_whole_records_and_at_least_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = segment(dir.path(), 500);
+        for sealed in [false, true] {
+            if sealed {
+                s.seal(SealedReader::Read).unwrap();
+            }
+            let mut out = Vec::new();
+            assert_eq!(s.read(1000, 10, &mut out).unwrap(), 1);
+            assert_eq!(s.read(1000, 1024, &mut out).unwrap(), 10);
+            assert_eq!(out.len(), 1000);
+            // Larger than one 8 KiB chunk: the file reader refills across records.
+            assert_eq!(s.read(1010, 100_000, &mut out).unwrap(), 490);
+            assert_eq!(offsets_in(&out), (1010..1500).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn the_log_rolls_segments_and_reads_across_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SegmentLog::create(dir.path(), 10_000, SealedReader::Mmap).unwrap();
+        for i in 0..350 {
+            assert_eq!(log.append(&payload(i)).unwrap(), i);
+        }
+        log.flush().unwrap();
+        assert_eq!(log.segments().len(), 4);
+        assert!(log.segments()[0].map.is_some());
+        assert!(log.segments()[3].map.is_none());
+        let mut out = Vec::new();
+        let mut offset = 0;
+        let mut seen = Vec::new();
+        while log.read(offset, 4096, &mut out).unwrap() > 0 {
+            seen.extend(offsets_in(&out));
+            offset = *seen.last().unwrap() + 1;
+        }
+        assert_eq!(seen, (0..350).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_corrupt_header_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = segment(dir.path(), 300);
+        s.seal(SealedReader::Mmap).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(s.path())
+            .unwrap()
+            .write_all_at(&777u64.to_le_bytes(), 100 * 150)
+            .unwrap();
+        s.remap().unwrap();
+        let mut out = Vec::new();
+        assert!(matches!(
+            s.read(1160, 100, &mut out),
+            Err(KernelError::Corrupt(_))
+        ));
+    }
+}
