@@ -95,7 +95,9 @@ impl<T> Shared<T> {
             self.pending[index].store(subscribers, Ordering::Relaxed);
             self.stamps[index].store(position + 1, Ordering::Release);
         }
-        guard.store(0, Ordering::Release);
+        // Not a plain store of 0: a reader may have incremented the guard while we held it
+        // and will decrement it as it backs off.
+        guard.fetch_sub(WRITER, Ordering::Release);
     }
 
     fn shut_down(&self) {
