@@ -1,1 +1,39 @@
-//! Statistics behind kymo's verdicts (being written).
+//! Statistics behind kymo's verdicts: pure functions, no I/O, no randomness.
+//!
+//! A series is one repository × benchmark × metric × machine fingerprint, in first-parent
+//! history order. Three questions are answered about it:
+//!
+//! - **How noisy is it?** [`noise_model`] measures the spread within runs and, robustly, the
+//!   spread between consecutive commits.
+//! - **Did this commit change anything?** [`compare`] tests a commit against a baseline:
+//!   Mann-Whitney on samples (or the history's noise for single values), plus a minimum
+//!   effect of `noise_multiplier` × the commit-to-commit noise.
+//! - **Where did the history change?** [`detect_change_points`] finds shifts of level that
+//!   last at least `min_segment_len` commits, so spikes that revert are ignored and slow
+//!   drifts are still found.
+//!
+//! Every answer carries its evidence (baseline, change, interval, p-value, noise, counts,
+//! method). Percentages are relative to |baseline|; a change away from a baseline of zero is
+//! reported as ±100 %. Results are deterministic and finite for any finite input.
+//!
+//! The methods are compared with those of Bencher, rustc-perf, conbench and a fixed
+//! threshold by the harness in `core/benches/verdicts` (results in docs/VERDICTS.md).
+
+mod changepoint;
+mod compare;
+pub mod distribution;
+mod mann_whitney;
+mod noise;
+mod robust;
+mod segmentation;
+mod sensitivity;
+#[cfg(test)]
+mod synthetic;
+mod verdict;
+
+pub use crate::model::Direction;
+pub use changepoint::{ChangePoint, detect_change_points};
+pub use compare::compare;
+pub use noise::{CommitObservation, MIN_HISTORY_CHANGES, NoiseModel, noise_model};
+pub use sensitivity::{Sensitivity, SensitivityError, SensitivityOverrides};
+pub use verdict::{Verdict, VerdictKind};

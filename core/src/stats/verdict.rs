@@ -1,0 +1,116 @@
+//! What a comparison concludes, and the evidence it keeps.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Direction;
+
+/// The conclusion of a comparison or a change point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// Significantly worse, by more than the threshold.
+    Regression,
+    /// Significantly better, by more than the threshold.
+    Improvement,
+    /// No change worth reporting: below the threshold, or not distinguishable from noise.
+    NoChange,
+    /// The data cannot decide: nothing to compare, or a change above the threshold that is
+    /// not significant (more samples would settle it).
+    Inconclusive,
+}
+
+impl VerdictKind {
+    /// Regression or improvement, according to the sign of `delta` and what is better.
+    pub(crate) fn of_change(delta: f64, direction: Direction) -> Self {
+        let worse = match direction {
+            Direction::Lower => delta > 0.0,
+            Direction::Higher => delta < 0.0,
+        };
+        if worse {
+            Self::Regression
+        } else {
+            Self::Improvement
+        }
+    }
+
+    /// The stable lowercase name, as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Regression => "regression",
+            Self::Improvement => "improvement",
+            Self::NoChange => "no_change",
+            Self::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// Whether this is a regression or an improvement.
+    pub fn is_change(self) -> bool {
+        matches!(self, Self::Regression | Self::Improvement)
+    }
+}
+
+/// The verdict of one per-commit comparison, with its evidence. Percentages are relative to
+/// the baseline (see the module documentation for baselines of zero) and always finite.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    /// Median of the baseline's values.
+    pub baseline: f64,
+    /// Median of the compared commit's values.
+    pub value: f64,
+    /// (value − baseline) / |baseline|, in percent.
+    pub change_pct: f64,
+    /// Confidence interval of the change at 1 − alpha, in percent.
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
+    /// Two-sided p-value of the test in `method`; `None` when no test was possible.
+    pub p_value: Option<f64>,
+    /// Commit-to-commit noise of the series at this baseline, in percent (0 if unknown).
+    pub noise_pct: f64,
+    /// Smallest change that counts: max(min_effect_pct, noise_multiplier × noise_pct).
+    pub threshold_pct: f64,
+    pub base_samples: usize,
+    pub head_samples: usize,
+    /// How the decision was made: `mann-whitney` (samples on both sides), `history-noise`
+    /// (single values, judged against the series' noise), `effect-only` (no way to test), or
+    /// `no-data`.
+    pub method: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn direction_decides_what_is_a_regression() {
+        assert_eq!(
+            VerdictKind::of_change(1.0, Direction::Lower),
+            VerdictKind::Regression
+        );
+        assert_eq!(
+            VerdictKind::of_change(1.0, Direction::Higher),
+            VerdictKind::Improvement
+        );
+        assert_eq!(
+            VerdictKind::of_change(-1.0, Direction::Higher),
+            VerdictKind::Regression
+        );
+        assert_eq!(
+            VerdictKind::of_change(-1.0, Direction::Lower),
+            VerdictKind::Improvement
+        );
+    }
+
+    #[test]
+    fn kinds_serialize_as_their_names() {
+        for kind in [
+            VerdictKind::Regression,
+            VerdictKind::Improvement,
+            VerdictKind::NoChange,
+            VerdictKind::Inconclusive,
+        ] {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+    }
+}
