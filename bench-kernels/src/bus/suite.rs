@@ -77,9 +77,9 @@ struct Effort {
 fn effort(context: &RunContext) -> Effort {
     if context.quick {
         Effort {
-            repetitions: 7,
-            per_repetition: Duration::from_millis(5),
-            bursts_per_repetition: 20,
+            repetitions: 11,
+            per_repetition: Duration::from_millis(8),
+            bursts_per_repetition: 30,
         }
     } else {
         Effort {

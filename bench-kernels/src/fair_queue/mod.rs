@@ -14,7 +14,7 @@ pub use drr::FairScheduler;
 pub use fifo::FifoQueue;
 pub use scenarios::{Scenario, ScenarioName};
 pub use simulation::{SimulationOutcome, simulate};
-pub use suite::{FairQueueSuite, real_throughput, simulate_once};
+pub use suite::{FairQueueSuite, measured_throughput, simulate_once};
 
 /// A tenant's identity.
 pub type TenantId = u32;

@@ -217,7 +217,7 @@ fn run_one(
     fixtures: &mut Fixtures,
 ) -> Result<BenchmarkResult, KernelError> {
     let reader = context.variants.log_read.sealed_reader;
-    let reps = context.sized(5, 15);
+    let reps = context.sized(11, 15);
     let mut out = Vec::with_capacity(11 * MB as usize);
     let case = name.rsplit('/').next().unwrap_or_default();
     let scenario = name.split('/').nth(1).unwrap_or_default();

@@ -32,7 +32,9 @@ pub fn phase_at(elapsed: Duration, duration: Duration) -> Phase {
 }
 
 fn spin(iterations: u32) -> u64 {
-    (0..iterations).fold(0u64, |acc, i| black_box(acc.wrapping_mul(31).wrapping_add(u64::from(i))))
+    (0..iterations).fold(0u64, |acc, i| {
+        black_box(acc.wrapping_mul(31).wrapping_add(u64::from(i)))
+    })
 }
 
 /// Runs the workload in this process: the same phases and the same per-tick recording
@@ -110,9 +112,12 @@ mod tests {
     fn the_fallback_records_every_tick_of_every_phase() {
         let dir = tempfile::tempdir().unwrap();
         let mut recorder = TickRecorder::create(&dir.path().join("vm.store")).unwrap();
-        let steps =
-            run_in_process(Duration::from_millis(200), Duration::from_millis(20), &mut recorder)
-                .unwrap();
+        let steps = run_in_process(
+            Duration::from_millis(200),
+            Duration::from_millis(20),
+            &mut recorder,
+        )
+        .unwrap();
         assert!(steps > 4);
         // Ten ticks in 200 ms plus the final one, give or take scheduling.
         assert!((9..=13).contains(&recorder.ticks()), "{}", recorder.ticks());

@@ -92,7 +92,9 @@ pub fn run_guest(
     recorder: &mut TickRecorder,
 ) -> Result<u64, KernelError> {
     let kvm = Kvm::new().map_err(|e| kvm_error("opening /dev/kvm", e))?;
-    let vm = kvm.create_vm().map_err(|e| kvm_error("creating the VM", e))?;
+    let vm = kvm
+        .create_vm()
+        .map_err(|e| kvm_error("creating the VM", e))?;
     let mut memory = MmapMut::map_anon(memory_bytes.max(CODE_ADDRESS + 4096))
         .io_context("allocating guest memory")?;
     memory[CODE_ADDRESS..CODE_ADDRESS + GUEST_CODE.len()].copy_from_slice(&GUEST_CODE);
@@ -106,11 +108,14 @@ pub fn run_guest(
     // SAFETY: the mapping outlives the VM (both live until the end of this function) and
     // is not otherwise used while the guest runs.
     unsafe { vm.set_user_memory_region(region) }.map_err(|e| kvm_error("guest memory", e))?;
-    let mut vcpu = vm.create_vcpu(0).map_err(|e| kvm_error("creating the vCPU", e))?;
+    let mut vcpu = vm
+        .create_vcpu(0)
+        .map_err(|e| kvm_error("creating the vCPU", e))?;
     let mut sregs = vcpu.get_sregs().map_err(|e| kvm_error("get_sregs", e))?;
     sregs.cs.base = 0;
     sregs.cs.selector = 0;
-    vcpu.set_sregs(&sregs).map_err(|e| kvm_error("set_sregs", e))?;
+    vcpu.set_sregs(&sregs)
+        .map_err(|e| kvm_error("set_sregs", e))?;
     let mut regs = vcpu.get_regs().map_err(|e| kvm_error("get_regs", e))?;
     regs.rip = CODE_ADDRESS as u64;
     regs.rflags = 2;
@@ -156,7 +161,9 @@ pub fn run_guest(
                 counters.idle_ns += idle.as_nanos() as u64;
             }
             other => {
-                return Err(KernelError::Corrupt(format!("unexpected VM exit {other:?}")));
+                return Err(KernelError::Corrupt(format!(
+                    "unexpected VM exit {other:?}"
+                )));
             }
         }
     }

@@ -88,7 +88,11 @@ pub fn run_vmm(args: &VmmArgs) -> anyhow::Result<()> {
     };
     recorder.finish()?;
     let report = VmmReport {
-        mode: if mode == VmMode::Kvm { "kvm" } else { "process" },
+        mode: if mode == VmMode::Kvm {
+            "kvm"
+        } else {
+            "process"
+        },
         ok: outcome.is_ok(),
         ticks: recorder.ticks(),
         series: SERIES.len(),

@@ -98,8 +98,7 @@ impl TickRecorder {
             usage.rss_kb,
             usage.minor_faults,
         ];
-        let points: Vec<(SeriesHandle, f64)> =
-            self.handles.iter().copied().zip(values).collect();
+        let points: Vec<(SeriesHandle, f64)> = self.handles.iter().copied().zip(values).collect();
         let now_ns = self.epoch_ns + elapsed.as_nanos() as u64;
         self.store.record_batch(now_ns, &points)?;
         if self.ticks % 60 == 59 {
@@ -148,7 +147,11 @@ fn resource_usage() -> Usage {
     let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
     let rss_kb = std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<f64>().ok())
+        })
         .map_or(0.0, |pages| pages * 4.0);
     Usage {
         user_ms: ms(usage.ru_utime),
