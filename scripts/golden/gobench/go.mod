@@ -1,0 +1,3 @@
+module kymo.example/golden
+
+go 1.19
