@@ -29,7 +29,8 @@ struct Collected {
 pub fn parse_go_bench(bytes: &[u8]) -> Result<SuiteResults, FormatError> {
     let text = text_of(bytes)?;
     let mut collected: Vec<Collected> = Vec::new();
-    let mut index_of: HashMap<BTreeMap<String, String>, usize> = HashMap::new();
+    // By package, name and GOMAXPROCS: the benchmark's identity.
+    let mut index_of: HashMap<(Option<&str>, &str, Option<&str>), usize> = HashMap::new();
     let mut pkg: Option<&str> = None;
     for (index, line) in text.lines().enumerate() {
         let place = format!("line {}", index + 1);
@@ -43,23 +44,22 @@ pub fn parse_go_bench(bytes: &[u8]) -> Result<SuiteResults, FormatError> {
         let pairs = measurements(fields)
             .map_err(|reason| invalid(&place, format!("{reason} in {}", shown(line))))?;
         let (name, procs) = split_procs(full_name);
-        let mut params = BTreeMap::new();
-        if let Some(pkg) = pkg.filter(|p| !p.is_empty()) {
-            params.insert("pkg".to_string(), pkg.to_string());
-        }
-        if let Some(procs) = procs {
-            params.insert("procs".to_string(), procs.to_string());
-        }
-        let mut identity = params.clone();
-        identity.insert(String::new(), name.to_string());
-        let at = match index_of.get(&identity) {
+        let pkg = pkg.filter(|p| !p.is_empty());
+        let at = match index_of.get(&(pkg, name, procs)) {
             Some(&at) => at,
             None if collected.len() == MAX_BENCHMARKS => {
                 let reason = format!("more than {MAX_BENCHMARKS} benchmarks");
                 return Err(invalid(place, reason));
             }
             None => {
-                index_of.insert(identity, collected.len());
+                index_of.insert((pkg, name, procs), collected.len());
+                let mut params = BTreeMap::new();
+                if let Some(pkg) = pkg {
+                    params.insert("pkg".to_string(), pkg.to_string());
+                }
+                if let Some(procs) = procs {
+                    params.insert("procs".to_string(), procs.to_string());
+                }
                 collected.push(Collected {
                     place: place.clone(),
                     name: name.to_string(),
@@ -252,6 +252,24 @@ mod tests {
         assert_eq!(bench.key(), "BenchmarkLogs{procs=2}");
         assert_eq!(bench.metrics[1].direction, Direction::Higher);
         assert_eq!(bench.metrics[1].name, "widgets/s");
+    }
+
+    #[test]
+    fn packages_keep_equally_named_benchmarks_apart() {
+        let text = "pkg: example/a\nBenchmarkX-2 10 5 ns/op\nok  \texample/a\t0.1s\n\
+                    pkg: example/b\nBenchmarkX-2 10 7 ns/op\nBenchmarkX-2 10 9 ns/op\n";
+        let suite = parse_go_bench(text.as_bytes()).unwrap();
+        assert_valid(&suite);
+        let keys: Vec<_> = suite.benchmarks.iter().map(|b| b.key()).collect();
+        assert_eq!(
+            keys,
+            [
+                "BenchmarkX{pkg=example/a,procs=2}",
+                "BenchmarkX{pkg=example/b,procs=2}"
+            ]
+        );
+        assert_eq!(suite.benchmarks[1].metrics[0].samples, [7.0, 9.0]);
+        assert_eq!(suite.benchmarks[1].metrics[0].value, 8.0);
     }
 
     #[test]

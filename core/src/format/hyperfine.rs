@@ -4,7 +4,8 @@
 //! The benchmark name is the command as hyperfine reports it (its `--command-name`, if given),
 //! and `--parameter-scan`/`--parameter-list` values become params. `time` keeps every run's
 //! time (converted to ns) as samples, its value their median; `user_time` and `system_time`
-//! are hyperfine's means, since it keeps no per-run CPU times.
+//! are hyperfine's means, since it keeps no per-run CPU times. Exit codes are not checked:
+//! hyperfine itself stops at a failing command unless told to ignore failures.
 
 use std::collections::BTreeMap;
 
