@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use kymo_core::db::{Db, LeaseSettings, RepositorySummary, RepositoryRow, TokenScope};
-use kymo_core::format::kymo::parse_kymo_json;
+use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::model::{CommitSha, MachineFingerprint};
 use kymo_core::protocol::{
     NewRepository, RunQueued, RunRequest, SuiteUpload, UploadAccepted, UploadRequest,
@@ -153,13 +153,15 @@ pub struct UploadArgs {
     pub repo: String,
     #[arg(long)]
     pub commit: String,
-    /// The results' format.
+    /// The results' format: kymo, criterion, bmf, hyperfine, google-benchmark, go-bench,
+    /// libtest or pytest-benchmark.
     #[arg(long, default_value = "kymo")]
     pub format: String,
     /// Attribute the results to this registered machine instead of this one.
     #[arg(long)]
     pub machine: Option<String>,
-    /// A results file, or a directory of them (one suite per file).
+    /// A results file, or a directory of them (one suite per file); for criterion, its
+    /// output directory (`target/criterion`).
     pub path: PathBuf,
 }
 
@@ -298,22 +300,35 @@ fn absolute_if_local(url_or_path: &str) -> anyhow::Result<String> {
 }
 
 async fn upload(args: UploadArgs) -> anyhow::Result<()> {
-    if args.format != "kymo" {
-        bail!("format {:?} is not supported yet; use --format kymo", args.format);
-    }
+    let Some(format) = FormatName::parse(&args.format) else {
+        let known: Vec<&str> = FormatName::ALL.iter().map(|f| f.as_str()).collect();
+        bail!("unknown format {:?}; use one of {}", args.format, known.join(", "));
+    };
     let commit = CommitSha::parse(&args.commit)?;
     let machine = args.machine.as_deref().map(MachineFingerprint::parse).transpose()?;
-    let files = result_files(&args.path)?;
-    let mut suites = Vec::with_capacity(files.len());
-    for file in files {
-        let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-        let results = parse_kymo_json(&bytes).with_context(|| format!("{}", file.display()))?;
-        let suite = file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "upload".into());
-        suites.push(SuiteUpload { suite, results });
-    }
+    let suites = if format == FormatName::Criterion {
+        // criterion writes a directory (`target/criterion`): one suite.
+        let results = parse_criterion_dir(&args.path)
+            .with_context(|| format!("{}", args.path.display()))?;
+        vec![SuiteUpload {
+            suite: "criterion".into(),
+            results,
+        }]
+    } else {
+        let mut suites = Vec::new();
+        for file in result_files(&args.path, format)? {
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let results =
+                parse_output(format, &bytes).with_context(|| format!("{}", file.display()))?;
+            let suite = file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "upload".into());
+            suites.push(SuiteUpload { suite, results });
+        }
+        suites
+    };
     let request = UploadRequest {
         commit,
         specs: machine.is_none().then(detect_specs),
@@ -331,18 +346,21 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn result_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+/// The files to upload: `path` itself, or the files of the directory it names (`.json`
+/// files for JSON formats, every file for the text formats).
+fn result_files(path: &Path, format: FormatName) -> anyhow::Result<Vec<PathBuf>> {
+    let text_format = matches!(format, FormatName::GoBench | FormatName::Libtest);
     if path.is_file() {
         return Ok(vec![path.to_owned()]);
     }
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.is_file() && (text_format || p.extension().is_some_and(|x| x == "json")))
         .collect();
     files.sort();
     if files.is_empty() {
-        bail!("{} holds no .json result files", path.display());
+        bail!("{} holds no result files", path.display());
     }
     Ok(files)
 }

@@ -46,49 +46,11 @@ pub struct Suite {
     pub timeout: Duration,
 }
 
-/// The output format a suite's `run` command prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResultFormat {
-    #[default]
-    Kymo,
-    Criterion,
-    Bmf,
-    Hyperfine,
-    GoogleBenchmark,
-    GoBench,
-    Libtest,
-}
+/// The output format a suite's `run` command prints: one of kymo-core's parsers.
+pub use kymo_core::format::FormatName as ResultFormat;
 
-impl ResultFormat {
-    /// Every format, in documentation order.
-    pub const ALL: [ResultFormat; 7] = [
-        ResultFormat::Kymo,
-        ResultFormat::Criterion,
-        ResultFormat::Bmf,
-        ResultFormat::Hyperfine,
-        ResultFormat::GoogleBenchmark,
-        ResultFormat::GoBench,
-        ResultFormat::Libtest,
-    ];
-
-    /// The name used in `kymo.toml` and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResultFormat::Kymo => "kymo",
-            ResultFormat::Criterion => "criterion",
-            ResultFormat::Bmf => "bmf",
-            ResultFormat::Hyperfine => "hyperfine",
-            ResultFormat::GoogleBenchmark => "google-benchmark",
-            ResultFormat::GoBench => "go-bench",
-            ResultFormat::Libtest => "libtest",
-        }
-    }
-
-    /// The format with that name, if any.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|f| f.as_str() == name)
-    }
+fn default_format() -> ResultFormat {
+    ResultFormat::Kymo
 }
 
 /// Why a `kymo.toml` was rejected. The messages are written for the repository's authors.
@@ -158,7 +120,7 @@ struct RawSuite {
     name: String,
     build: Option<String>,
     run: String,
-    #[serde(default)]
+    #[serde(default = "default_format")]
     format: ResultFormat,
     repeat: Option<i64>,
     timeout: Option<String>,

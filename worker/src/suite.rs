@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kymo_core::format::kymo::parse_kymo_json;
+use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{SuiteResults, median};
 
-use crate::config::{ResultFormat, Suite};
+use crate::config::Suite;
 use crate::exec::{CommandOutcome, CommandSpec, ExitKind, run_command};
 
 /// Limits on what a benchmark command may print.
@@ -36,6 +36,8 @@ pub struct SuiteFailure {
 /// Where and how a suite runs.
 pub struct SuiteContext<'a> {
     pub worktree: &'a Path,
+    /// The cargo target directory the suite's commands build into (criterion writes there).
+    pub target_dir: &'a Path,
     pub env: &'a [(String, String)],
     pub limits: OutputLimits,
 }
@@ -97,12 +99,26 @@ pub fn run_suite(
     if let Some(build) = &suite.build {
         run_step(ctx, suite, "build", build, log)?;
     }
+    let criterion_dir = ctx.target_dir.join("criterion");
     let mut repeats = Vec::with_capacity(suite.repeat as usize);
     for round in 1..=suite.repeat {
+        if suite.format == FormatName::Criterion {
+            // criterion keeps results of benchmarks that no longer exist; start clean so that
+            // only this run's results are read.
+            let _ = std::fs::remove_dir_all(&criterion_dir);
+        }
         let step = format!("run (repeat {round}/{})", suite.repeat);
         let outcome = run_step(ctx, suite, &step, &suite.run, log)?;
-        let parsed = parse_output(suite.format, &outcome.stdout).map_err(|error| SuiteFailure {
-            error: format!("suite {:?}: {error}", suite.name),
+        let parsed = match suite.format {
+            FormatName::Criterion => parse_criterion_dir(&criterion_dir),
+            format => parse_output(format, &outcome.stdout),
+        };
+        let parsed = parsed.map_err(|error| SuiteFailure {
+            error: format!(
+                "suite {:?}: its output is not valid {} output: {error}",
+                suite.name,
+                suite.format.as_str()
+            ),
             log_tail: outcome.log_tail.clone(),
         })?;
         repeats.push(parsed);
@@ -111,18 +127,6 @@ pub fn run_suite(
         suite: suite.name.clone(),
         results: merge_repeats(repeats),
     })
-}
-
-fn parse_output(format: ResultFormat, stdout: &[u8]) -> Result<SuiteResults, String> {
-    match format {
-        ResultFormat::Kymo => {
-            parse_kymo_json(stdout).map_err(|e| format!("its output is not valid kymo JSON: {e}"))
-        }
-        other => Err(format!(
-            "result format {:?} is not supported by this worker yet; use format = \"kymo\"",
-            other.as_str()
-        )),
-    }
 }
 
 /// Merges whole-suite repeats: every repeat's samples (or its single value) become samples

@@ -179,6 +179,7 @@ impl Worker {
         ];
         let ctx = SuiteContext {
             worktree: &worktree,
+            target_dir: &target,
             env: &env,
             limits: self.config.limits,
         };

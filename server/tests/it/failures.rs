@@ -12,7 +12,7 @@ fn broken_suites_fail_their_jobs_and_the_worker_goes_on() {
         ("[[suite]]\nname = \"broken\"\n".into(), "kymo.toml"),
         (kymo_toml("echo going down >&2; exit 3", "30s", 1), "exited with status 3"),
         (kymo_toml("echo started; sleep 60", "1s", 1), "timeout"),
-        (kymo_toml("echo this is not json", "30s", 1), "not valid kymo JSON"),
+        (kymo_toml("echo this is not json", "30s", 1), "not valid kymo output"),
         (kymo_toml("yes kymo | head -c 100000000", "60s", 1), "more output"),
     ];
     let mut shas = Vec::new();
