@@ -26,12 +26,12 @@ fn segment(dir: &std::path::Path, sealed: Option<SealedReader>) -> Segment {
 fn scan(s: &Segment, out: &mut Vec<u8>) -> usize {
     let (mut offset, mut bytes) = (0, 0);
     loop {
-        let n = s.read(offset, 1_000_000, out).expect("read");
-        if n == 0 {
+        let fetched = s.read(offset, 1_000_000, out).expect("read");
+        if fetched.records == 0 {
             return bytes;
         }
-        bytes += out.len();
-        offset += n;
+        bytes += black_box(fetched.bytes).len();
+        offset += fetched.records;
     }
 }
 
@@ -68,7 +68,8 @@ fn read_path(c: &mut Criterion) {
             black_box(
                 sealed
                     .read(state % records, RECORD_BYTES, &mut out)
-                    .expect("read"),
+                    .expect("read")
+                    .records,
             )
         })
     });

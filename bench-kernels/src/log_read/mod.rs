@@ -8,5 +8,5 @@ mod segment;
 mod suite;
 
 pub use index::{INDEX_INTERVAL, SparseIndex};
-pub use segment::{RECORD_BYTES, RECORD_HEADER_BYTES, Segment, SegmentLog};
+pub use segment::{Fetched, RECORD_BYTES, RECORD_HEADER_BYTES, Segment, SegmentLog};
 pub use suite::LogReadSuite;

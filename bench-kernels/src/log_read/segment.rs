@@ -48,6 +48,14 @@ fn header_at(bytes: &[u8], at: usize) -> Result<(u64, usize), KernelError> {
     Ok((offset, RECORD_HEADER_BYTES + len))
 }
 
+/// The size of the record at `at`, read from its length field alone: the copy loop's
+/// hot path, kept free of error construction.
+#[inline]
+fn record_size(bytes: &[u8], at: usize) -> Option<usize> {
+    let len = bytes.get(at + 8..at + RECORD_HEADER_BYTES)?;
+    Some(RECORD_HEADER_BYTES + u32::from_le_bytes(len.try_into().ok()?) as usize)
+}
+
 impl Segment {
     /// Creates an empty active segment whose first record will have `base_offset`.
     pub fn create(dir: &Path, base_offset: u64) -> Result<Self, KernelError> {
@@ -165,30 +173,31 @@ impl Segment {
         &self.path
     }
 
-    /// Clears `out` and fills it with whole records from `offset` on, at most `max_bytes`
-    /// of them (but at least one); returns how many records it holds.
-    pub fn read(
-        &self,
+    /// Whole records from `offset` on, at most `max_bytes` of them (but at least one). A
+    /// mapped segment hands out a slice of the map (zero-copy); otherwise the records are
+    /// read into `scratch`, which the result then borrows.
+    pub fn read<'a>(
+        &'a self,
         offset: u64,
         max_bytes: usize,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, KernelError> {
-        out.clear();
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<Fetched<'a>, KernelError> {
+        scratch.clear();
         if offset < self.base_offset || offset >= self.next_offset {
-            return Ok(0);
+            return Ok(Fetched::NOTHING);
         }
         let (from_offset, from_position) =
             self.index.floor(offset).unwrap_or((self.base_offset, 0));
         match &self.map {
-            Some(map) => read_mapped(
-                map,
-                from_offset,
-                from_position as usize,
-                offset,
-                max_bytes,
-                out,
-            ),
-            None => self.read_through_file(from_offset, from_position, offset, max_bytes, out),
+            Some(map) => read_mapped(map, from_offset, from_position as usize, offset, max_bytes),
+            None => {
+                let records =
+                    self.read_through_file(from_offset, from_position, offset, max_bytes, scratch)?;
+                Ok(Fetched {
+                    bytes: scratch,
+                    records,
+                })
+            }
         }
     }
 
@@ -244,15 +253,31 @@ impl Segment {
     }
 }
 
-/// Scans the mapping forward to `wanted`, then copies whole records out.
+/// What a fetch returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fetched<'a> {
+    /// The records, back to back.
+    pub bytes: &'a [u8],
+    /// How many records `bytes` holds.
+    pub records: u64,
+}
+
+impl Fetched<'_> {
+    /// No record: the offset is outside the segment.
+    pub const NOTHING: Fetched<'static> = Fetched {
+        bytes: &[],
+        records: 0,
+    };
+}
+
+/// Scans the mapping forward to `wanted`, then delimits whole records in place.
 fn read_mapped(
     map: &[u8],
     mut current: u64,
     mut position: usize,
     wanted: u64,
     max_bytes: usize,
-    out: &mut Vec<u8>,
-) -> Result<u64, KernelError> {
+) -> Result<Fetched<'_>, KernelError> {
     while current < wanted {
         let (record_offset, size) = header_at(map, position)?;
         if record_offset != current {
@@ -266,15 +291,19 @@ fn read_mapped(
     let start = position;
     let mut records = 0;
     while position < map.len() {
-        let (_, size) = header_at(map, position)?;
+        let size = record_size(map, position).ok_or_else(|| {
+            KernelError::Corrupt(format!("truncated record header at byte {position}"))
+        })?;
         if records > 0 && position - start + size > max_bytes {
             break;
         }
         position += size;
         records += 1;
     }
-    out.extend_from_slice(&map[start..position]);
-    Ok(records)
+    Ok(Fetched {
+        bytes: &map[start..position],
+        records,
+    })
 }
 
 /// A log: sealed segments and one active segment, rolled at `segment_bytes`.
@@ -327,19 +356,16 @@ impl SegmentLog {
     }
 
     /// Fetches from the segment holding `offset` (a fetch never spans two segments).
-    pub fn read(
-        &self,
+    pub fn read<'a>(
+        &'a self,
         offset: u64,
         max_bytes: usize,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, KernelError> {
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<Fetched<'a>, KernelError> {
         let at = self.segments.partition_point(|s| s.base_offset() <= offset);
         match at.checked_sub(1) {
-            Some(i) => self.segments[i].read(offset, max_bytes, out),
-            None => {
-                out.clear();
-                Ok(0)
-            }
+            Some(i) => self.segments[i].read(offset, max_bytes, scratch),
+            None => Ok(Fetched::NOTHING),
         }
     }
 
@@ -382,15 +408,16 @@ mod tests {
         let mut out = Vec::new();
         let mut check = |s: &Segment| {
             for offset in [1000, 1001, 1099, 1100, 1101, 1999, 2233] {
-                assert_eq!(s.read(offset, 250, &mut out).unwrap(), 2.min(2234 - offset));
-                assert_eq!(offsets_in(&out)[0], offset);
+                let fetched = s.read(offset, 250, &mut out).unwrap();
+                assert_eq!(fetched.records, 2.min(2234 - offset));
+                assert_eq!(offsets_in(fetched.bytes)[0], offset);
                 assert_eq!(
-                    &out[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + 8],
+                    &fetched.bytes[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + 8],
                     &offset.to_le_bytes()
                 );
             }
-            assert_eq!(s.read(2234, 250, &mut out).unwrap(), 0);
-            assert_eq!(s.read(999, 250, &mut out).unwrap(), 0);
+            assert_eq!(s.read(2234, 250, &mut out).unwrap().records, 0);
+            assert_eq!(s.read(999, 250, &mut out).unwrap().records, 0);
         };
         check(&s);
         s.seal(SealedReader::Mmap).unwrap();
@@ -409,12 +436,13 @@ mod tests {
                 s.seal(SealedReader::Read).unwrap();
             }
             let mut out = Vec::new();
-            assert_eq!(s.read(1000, 10, &mut out).unwrap(), 1);
-            assert_eq!(s.read(1000, 1024, &mut out).unwrap(), 10);
-            assert_eq!(out.len(), 1000);
+            assert_eq!(s.read(1000, 10, &mut out).unwrap().records, 1);
+            let fetched = s.read(1000, 1024, &mut out).unwrap();
+            assert_eq!((fetched.records, fetched.bytes.len()), (10, 1000));
             // Larger than one 8 KiB chunk: the file reader refills across records.
-            assert_eq!(s.read(1010, 100_000, &mut out).unwrap(), 490);
-            assert_eq!(offsets_in(&out), (1010..1500).collect::<Vec<_>>());
+            let fetched = s.read(1010, 100_000, &mut out).unwrap();
+            assert_eq!(fetched.records, 490);
+            assert_eq!(offsets_in(fetched.bytes), (1010..1500).collect::<Vec<_>>());
         }
     }
 
@@ -432,8 +460,12 @@ mod tests {
         let mut out = Vec::new();
         let mut offset = 0;
         let mut seen = Vec::new();
-        while log.read(offset, 4096, &mut out).unwrap() > 0 {
-            seen.extend(offsets_in(&out));
+        loop {
+            let fetched = log.read(offset, 4096, &mut out).unwrap();
+            if fetched.records == 0 {
+                break;
+            }
+            seen.extend(offsets_in(fetched.bytes));
             offset = *seen.last().unwrap() + 1;
         }
         assert_eq!(seen, (0..350).collect::<Vec<_>>());

@@ -137,14 +137,15 @@ fn scan(
     let (mut offset, mut read, mut bytes) = (start, 0u64, 0u64);
     while read < total {
         let remaining = ((total - read) as usize).saturating_mul(RECORD_BYTES);
-        let records = segment.read(offset, max_bytes.min(remaining), out)?;
+        let fetched = segment.read(offset, max_bytes.min(remaining), out)?;
+        let records = fetched.records;
         if records == 0 {
             return Err(KernelError::Corrupt(format!(
                 "no record at offset {offset}"
             )));
         }
-        bytes += out.len() as u64;
-        black_box(&out);
+        bytes += fetched.bytes.len() as u64;
+        black_box(fetched.bytes);
         read += records;
         offset += records;
         if offset == end {
@@ -163,9 +164,9 @@ fn random_reads(segment: &Segment, out: &mut Vec<u8>) -> Result<u64, KernelError
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        segment.read(segment.base_offset() + state % records, RECORD_BYTES, out)?;
-        bytes += out.len() as u64;
-        black_box(&out);
+        let fetched = segment.read(segment.base_offset() + state % records, RECORD_BYTES, out)?;
+        bytes += fetched.bytes.len() as u64;
+        black_box(fetched.bytes);
     }
     Ok(bytes)
 }
