@@ -151,6 +151,18 @@ fn run_scenario(
             fifo_p99,
         ))
         .metric(Metric::value(
+            "fifo_drop_rate",
+            "%",
+            Direction::Lower,
+            100.0 * fifo.drop_rate(),
+        ))
+        .metric(Metric::value(
+            "fifo_expired_rate",
+            "%",
+            Direction::Lower,
+            100.0 * fifo.expired_rate(),
+        ))
+        .metric(Metric::value(
             "fifo_cold_p99",
             "us",
             Direction::Lower,
