@@ -4,9 +4,11 @@
 //! reads. A fetch returns whole records starting at an offset, up to `max_bytes`.
 
 mod index;
+mod log;
 mod segment;
 mod suite;
 
 pub use index::{INDEX_INTERVAL, SparseIndex};
-pub use segment::{Fetched, RECORD_BYTES, RECORD_HEADER_BYTES, Segment, SegmentLog};
+pub use log::SegmentLog;
+pub use segment::{Fetched, RECORD_BYTES, RECORD_HEADER_BYTES, Segment};
 pub use suite::LogReadSuite;
