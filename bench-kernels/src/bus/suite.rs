@@ -77,9 +77,9 @@ struct Effort {
 fn effort(context: &RunContext) -> Effort {
     if context.quick {
         Effort {
-            repetitions: 11,
-            per_repetition: Duration::from_millis(8),
-            bursts_per_repetition: 30,
+            repetitions: 15,
+            per_repetition: Duration::from_millis(15),
+            bursts_per_repetition: 40,
         }
     } else {
         Effort {
