@@ -109,8 +109,14 @@ pub struct Completion {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
 pub enum JobOutcome {
-    Succeeded { suites: Vec<SuiteUpload>, log: String },
-    Failed { error: String, log_tail: String },
+    Succeeded {
+        suites: Vec<SuiteUpload>,
+        log: String,
+    },
+    Failed {
+        error: String,
+        log_tail: String,
+    },
 }
 
 /// Every API error body.

@@ -43,7 +43,11 @@ impl BenchmarkResult {
         if self.params.is_empty() {
             return self.name.clone();
         }
-        let params: Vec<String> = self.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         format!("{}{{{}}}", self.name, params.join(","))
     }
 }
@@ -103,7 +107,11 @@ pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), St
                 if metric.samples.iter().any(|s| !s.is_finite()) {
                     return Err(format!("{place}: every sample must be a finite number"));
                 }
-                if metric.hdr.as_ref().is_some_and(|h| h.len() > MAX_HDR_BASE64_BYTES) {
+                if metric
+                    .hdr
+                    .as_ref()
+                    .is_some_and(|h| h.len() > MAX_HDR_BASE64_BYTES)
+                {
                     return Err(format!("{place}: hdr histogram is too large"));
                 }
                 if !seen.insert((key.clone(), metric.name.clone())) {
@@ -185,9 +193,12 @@ mod tests {
     fn key_includes_params_in_order() {
         let b = BenchmarkResult {
             name: "bus/steady".into(),
-            params: [("z".to_string(), "1".to_string()), ("a".to_string(), "x".to_string())]
-                .into_iter()
-                .collect(),
+            params: [
+                ("z".to_string(), "1".to_string()),
+                ("a".to_string(), "x".to_string()),
+            ]
+            .into_iter()
+            .collect(),
             metrics: vec![],
         };
         assert_eq!(b.key(), "bus/steady{a=x,z=1}");

@@ -61,7 +61,10 @@ fn median(mut values: Vec<f64>) -> f64 {
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(&dir.path().join("bench.db")).await.unwrap();
-    let repo = db.create_repository("bench", "/nowhere", "main", 0).await.unwrap();
+    let repo = db
+        .create_repository("bench", "/nowhere", "main", 0)
+        .await
+        .unwrap();
     let specs = MachineSpecs {
         cpu_model: "bench".into(),
         logical_cores: 2,
@@ -149,11 +152,21 @@ async fn main() {
         let started = Instant::now();
         let response = router
             .clone()
-            .oneshot(Request::get("/repos/bench/benchmarks/page/one").body(Body::empty()).unwrap())
+            .oneshot(
+                Request::get("/repos/bench/benchmarks/page/one")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
             .await
             .unwrap();
         assert!(response.status().is_success());
-        size = response.into_body().collect().await.unwrap().to_bytes().len();
+        size = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .len();
         times.push(started.elapsed().as_secs_f64() * 1e3);
     }
     println!(

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use kymo_core::db::{Db, LeaseSettings, RepositorySummary, RepositoryRow, TokenScope};
+use kymo_core::db::{Db, LeaseSettings, RepositoryRow, RepositorySummary, TokenScope};
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::model::{CommitSha, MachineFingerprint};
 use kymo_core::protocol::{
@@ -216,7 +216,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let repo: RepositoryRow =
                 blocking(move || client(&server).post("/repos", &body)).await?;
-            println!("added {} ({} on branch {})", repo.name, repo.url, repo.branch);
+            println!(
+                "added {} ({} on branch {})",
+                repo.name, repo.url, repo.branch
+            );
             Ok(())
         }
         Command::Repo(RepoCommand::List { json, server }) => {
@@ -227,9 +230,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             } else if repos.is_empty() {
                 println!("no repositories; add one with `kymo repo add NAME PATH_OR_URL`");
             } else {
-                println!("{:<24} {:<12} {:>8} {:>10}  URL", "NAME", "BRANCH", "COMMITS", "BENCHMARKS");
+                println!(
+                    "{:<24} {:<12} {:>8} {:>10}  URL",
+                    "NAME", "BRANCH", "COMMITS", "BENCHMARKS"
+                );
                 for r in repos {
-                    println!("{:<24} {:<12} {:>8} {:>10}  {}", r.name, r.branch, r.commits, r.benchmarks, r.url);
+                    println!(
+                        "{:<24} {:<12} {:>8} {:>10}  {}",
+                        r.name, r.branch, r.commits, r.benchmarks, r.url
+                    );
                 }
             }
             Ok(())
@@ -302,14 +311,22 @@ fn absolute_if_local(url_or_path: &str) -> anyhow::Result<String> {
 async fn upload(args: UploadArgs) -> anyhow::Result<()> {
     let Some(format) = FormatName::parse(&args.format) else {
         let known: Vec<&str> = FormatName::ALL.iter().map(|f| f.as_str()).collect();
-        bail!("unknown format {:?}; use one of {}", args.format, known.join(", "));
+        bail!(
+            "unknown format {:?}; use one of {}",
+            args.format,
+            known.join(", ")
+        );
     };
     let commit = CommitSha::parse(&args.commit)?;
-    let machine = args.machine.as_deref().map(MachineFingerprint::parse).transpose()?;
+    let machine = args
+        .machine
+        .as_deref()
+        .map(MachineFingerprint::parse)
+        .transpose()?;
     let suites = if format == FormatName::Criterion {
         // criterion writes a directory (`target/criterion`): one suite.
-        let results = parse_criterion_dir(&args.path)
-            .with_context(|| format!("{}", args.path.display()))?;
+        let results =
+            parse_criterion_dir(&args.path).with_context(|| format!("{}", args.path.display()))?;
         vec![SuiteUpload {
             suite: "criterion".into(),
             results,

@@ -47,17 +47,32 @@ fn history() -> Vec<DemoCommit> {
         ("Initial import of the kernels", None),
         ("docs: explain the ring tiers", None),
         ("ci: cache the cargo registry", None),
-        ("bus: switch to the classic bounded backend", Some(("bus", "classic"))),
+        (
+            "bus: switch to the classic bounded backend",
+            Some(("bus", "classic")),
+        ),
         ("refactor: split the broker into modules", None),
         ("docs: fix a typo in the README", None),
-        ("log: read sealed segments with read() instead of mmap", Some(("sealed_reader", "read"))),
+        (
+            "log: read sealed segments with read() instead of mmap",
+            Some(("sealed_reader", "read")),
+        ),
         ("tests: cover the sparse index", None),
-        ("bus: back to the structure-of-arrays backend", Some(("bus", "soa"))),
+        (
+            "bus: back to the structure-of-arrays backend",
+            Some(("bus", "soa")),
+        ),
         ("chore: bump dependencies", None),
-        ("scheduler: fall back to FIFO for simplicity", Some(("scheduler", "fifo"))),
+        (
+            "scheduler: fall back to FIFO for simplicity",
+            Some(("scheduler", "fifo")),
+        ),
         ("docs: describe the scenarios", None),
         ("refactor: rename the capture simulation", None),
-        ("ring: record through a write() syscall per sample", Some(("store", "write"))),
+        (
+            "ring: record through a write() syscall per sample",
+            Some(("store", "write")),
+        ),
         ("ci: run clippy on all targets", None),
         ("docs: add the figures table", None),
         ("tests: property tests for the ring", None),
@@ -87,7 +102,10 @@ fn variants_toml(c: &DemoCommit) -> String {
 
 /// The demo's kymo.toml runs this very binary's embedded kernels, so no build is needed.
 fn kymo_toml(kymo: &Path) -> String {
-    let run = format!("'{}' kernels --quick --json --variants variants.toml", kymo.display());
+    let run = format!(
+        "'{}' kernels --quick --json --variants variants.toml",
+        kymo.display()
+    );
     format!(
         "[[suite]]\nname = \"kernels\"\nrun = {run:?}\nformat = \"kymo\"\nrepeat = 3\ntimeout = \"2m\"\n"
     )
@@ -95,10 +113,8 @@ fn kymo_toml(kymo: &Path) -> String {
 
 /// Writes the demo repository; returns how many commits it has.
 fn write_repository(dir: &Path, kymo: &Path) -> anyhow::Result<usize> {
-    let repo = git2::Repository::init_opts(
-        dir,
-        git2::RepositoryInitOptions::new().initial_head("main"),
-    )?;
+    let repo =
+        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))?;
     let history = history();
     let mut parent: Option<git2::Oid> = None;
     // Fixed, increasing commit times keep the demo history reproducible.
@@ -116,7 +132,11 @@ fn write_repository(dir: &Path, kymo: &Path) -> anyhow::Result<usize> {
         let tree = repo.find_tree(index.write_tree()?)?;
         let when = git2::Time::new(start + i as i64 * 3_600, 0);
         let sig = git2::Signature::new("Kymo Demo", "demo@kymo.invalid", &when)?;
-        let parents: Vec<git2::Commit> = parent.map(|p| repo.find_commit(p)).transpose()?.into_iter().collect();
+        let parents: Vec<git2::Commit> = parent
+            .map(|p| repo.find_commit(p))
+            .transpose()?
+            .into_iter()
+            .collect();
         let parents: Vec<&git2::Commit> = parents.iter().collect();
         parent = Some(repo.commit(Some("HEAD"), &sig, &sig, commit.message, &tree, &parents)?);
     }
@@ -142,7 +162,10 @@ fn prepare_data_dir(data: &Path) -> anyhow::Result<()> {
         }
     }
     std::fs::create_dir_all(data)?;
-    std::fs::write(data.join(MARKER), "made by kymo demo; deleted by the next one\n")?;
+    std::fs::write(
+        data.join(MARKER),
+        "made by kymo demo; deleted by the next one\n",
+    )?;
     Ok(())
 }
 
@@ -166,7 +189,12 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     let state = running.state.clone();
     let repo = state
         .db
-        .create_repository("kernels", &repo_dir.display().to_string(), "main", state.now())
+        .create_repository(
+            "kernels",
+            &repo_dir.display().to_string(),
+            "main",
+            state.now(),
+        )
         .await?;
     git::sync_history(&state, &repo).await?;
     // Oldest first: the queue runs jobs in the order they were queued.
@@ -179,14 +207,19 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     }
 
     let bar = ProgressBar::new(commits as u64).with_style(
-        ProgressStyle::with_template("{spinner} benchmarking {pos}/{len} commits [{bar:30}] {elapsed}")
-            .expect("the template is valid")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} benchmarking {pos}/{len} commits [{bar:30}] {elapsed}",
+        )
+        .expect("the template is valid")
+        .progress_chars("=> "),
     );
     let started = std::time::Instant::now();
     loop {
         let jobs = state.db.jobs(commits as i64 * 2).await?;
-        let done = jobs.iter().filter(|j| matches!(j.state.as_str(), "succeeded" | "failed")).count();
+        let done = jobs
+            .iter()
+            .filter(|j| matches!(j.state.as_str(), "succeeded" | "failed"))
+            .count();
         bar.set_position(done as u64);
         if done >= commits {
             break;
@@ -203,11 +236,18 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         failed.len()
     );
     for job in &failed {
-        println!("  job {} failed: {}", job.id, job.error.as_deref().unwrap_or("?"));
+        println!(
+            "  job {} failed: {}",
+            job.id,
+            job.error.as_deref().unwrap_or("?")
+        );
     }
     print_biggest_changes(&state, &repo, &history).await?;
     if options.serve {
-        println!("kymo is serving the demo at http://{}/repos/kernels (Ctrl-C stops it)", running.address);
+        println!(
+            "kymo is serving the demo at http://{}/repos/kernels (Ctrl-C stops it)",
+            running.address
+        );
         running.run_until_signal().await
     } else {
         running.stop().await
@@ -234,7 +274,11 @@ async fn print_biggest_changes(
     for pair in history.windows(2).rev() {
         let (newer, older) = (&pair[0], &pair[1]);
         let mut moved = Vec::new();
-        for m in state.db.commit_measurements(newer.id, Some(older.id)).await? {
+        for m in state
+            .db
+            .commit_measurements(newer.id, Some(older.id))
+            .await?
+        {
             let Some(parent) = m.parent_value.filter(|p| *p != 0.0) else {
                 continue;
             };
@@ -249,7 +293,11 @@ async fn print_biggest_changes(
             continue;
         }
         moved.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
-        println!("  {}  {}", &newer.sha[..10], newer.message.lines().next().unwrap_or_default());
+        println!(
+            "  {}  {}",
+            &newer.sha[..10],
+            newer.message.lines().next().unwrap_or_default()
+        );
         for (pct, verdict, name, metric) in moved.iter().take(3) {
             println!("      {pct:+8.1} %  {verdict:<6}  {name} {metric}");
         }
@@ -266,13 +314,19 @@ mod tests {
         let history = history();
         assert_eq!(history.len(), 20);
         let first = &history[0];
-        assert_eq!((first.bus, first.sealed_reader, first.scheduler, first.store), ("soa", "mmap", "drr", "mmap"));
+        assert_eq!(
+            (first.bus, first.sealed_reader, first.scheduler, first.store),
+            ("soa", "mmap", "drr", "mmap")
+        );
         let buses: Vec<&str> = history.iter().map(|c| c.bus).collect();
         let slow = buses.iter().position(|b| *b == "classic").unwrap();
         let fixed = buses.iter().skip(slow).position(|b| *b == "soa").unwrap() + slow;
         assert!(slow < fixed, "the bus slowdown is fixed later");
         let last = history.last().unwrap();
-        assert_eq!((last.sealed_reader, last.scheduler, last.store), ("read", "fifo", "write"));
+        assert_eq!(
+            (last.sealed_reader, last.scheduler, last.store),
+            ("read", "fifo", "write")
+        );
     }
 
     #[test]

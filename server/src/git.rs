@@ -37,7 +37,8 @@ pub async fn sync_history(state: &AppState, repo: &RepositoryRow) -> AppResult<(
     let dir = state.mirror_dir();
     let (name, url, branch) = (repo.name.clone(), repo.url.clone(), repo.branch.clone());
     let chain = tokio::task::spawn_blocking(move || -> AppResult<Vec<CommitInfo>> {
-        let mirror = Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
+        let mirror =
+            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
         mirror.fetch().map_err(|e| mirror_error(&name, e))?;
         mirror
             .first_parent_history(&branch, HISTORY_LIMIT)
@@ -59,7 +60,8 @@ pub async fn probe(state: &AppState, name: &str, url: &str, branch: &str) -> App
     let dir = state.mirror_dir();
     let (name, url, branch) = (name.to_owned(), url.to_owned(), branch.to_owned());
     tokio::task::spawn_blocking(move || -> AppResult<()> {
-        let mirror = Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
+        let mirror =
+            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
         mirror
             .resolve(&branch)
             .map_err(|e| mirror_error(&name, format!("branch {branch:?}: {e}")))?;
@@ -82,10 +84,13 @@ pub async fn resolve_commit(
     let url = repo.url.clone();
     let wanted = commitish.unwrap_or(&repo.branch).to_owned();
     if wanted.is_empty() || wanted.len() > 256 || wanted.starts_with('-') {
-        return Err(AppError::BadRequest(format!("{wanted:?} is not a commit name")));
+        return Err(AppError::BadRequest(format!(
+            "{wanted:?} is not a commit name"
+        )));
     }
     let info = tokio::task::spawn_blocking(move || -> AppResult<CommitInfo> {
-        let mirror = Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
+        let mirror =
+            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
         let sha = mirror
             .resolve(&wanted)
             .map_err(|e| mirror_error(&name, format!("{wanted:?}: {e}")))?;

@@ -6,6 +6,7 @@
 
 pub mod api;
 
+mod assets;
 pub mod chart;
 pub mod cli;
 pub mod demo;
@@ -15,7 +16,6 @@ pub mod pages;
 pub mod serve;
 pub mod state;
 pub mod telemetry;
-mod assets;
 
 use std::time::Duration;
 

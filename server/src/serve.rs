@@ -74,7 +74,9 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
     if options.embedded_worker {
         let now = clock.now();
         db.revoke_tokens_named(EMBEDDED_WORKER, now).await?;
-        let token = db.create_token(EMBEDDED_WORKER, TokenScope::Worker, now).await?;
+        let token = db
+            .create_token(EMBEDDED_WORKER, TokenScope::Worker, now)
+            .await?;
         let config = WorkerConfig {
             server: format!("http://{address}"),
             token,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use kymo_core::clock::SharedClock;
 use kymo_core::db::{Db, LeaseSettings};
 
-
 /// Application state, cloned into every handler through axum's `State`.
 #[derive(Clone)]
 pub struct AppState {

@@ -48,8 +48,8 @@ impl ServerClient {
         what: &str,
         response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> anyhow::Result<T> {
-        let mut response =
-            response.with_context(|| format!("{what}: cannot reach the server at {}", self.base))?;
+        let mut response = response
+            .with_context(|| format!("{what}: cannot reach the server at {}", self.base))?;
         let status = response.status().as_u16();
         let body = response.body_mut();
         if (200..300).contains(&status) {
@@ -76,7 +76,11 @@ impl ServerClient {
     }
 
     /// `POST` a JSON body and read the JSON answer.
-    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> anyhow::Result<T> {
+    pub fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> anyhow::Result<T> {
         let mut request = self.agent.post(self.url(path));
         if let Some(token) = &self.token {
             request = request.header("Authorization", format!("Bearer {token}"));
@@ -94,7 +98,9 @@ impl ServerClient {
         let beat = Heartbeat {
             lease_id: job.lease_id.clone(),
         };
-        match self.post::<_, serde_json::Value>(&format!("/worker/jobs/{}/heartbeat", job.id), &beat) {
+        match self
+            .post::<_, serde_json::Value>(&format!("/worker/jobs/{}/heartbeat", job.id), &beat)
+        {
             Ok(_) => Ok(true),
             Err(err) if is_conflict(&err) => Ok(false),
             Err(err) => Err(err),
@@ -129,5 +135,6 @@ impl ServerClient {
 
 /// Whether an error is the server's 409 (a lease that is no longer ours).
 pub fn is_conflict(err: &anyhow::Error) -> bool {
-    err.downcast_ref::<Refused>().is_some_and(|r| r.status == 409)
+    err.downcast_ref::<Refused>()
+        .is_some_and(|r| r.status == 409)
 }

@@ -72,7 +72,10 @@ fn run_step(
         log_cap: ctx.limits.log_cap,
     })
     .map_err(|e| SuiteFailure {
-        error: format!("suite {:?}: cannot start the {step} command: {e}", suite.name),
+        error: format!(
+            "suite {:?}: cannot start the {step} command: {e}",
+            suite.name
+        ),
         log_tail: String::new(),
     })?;
     log.push_str(&format!(
@@ -140,7 +143,9 @@ pub fn merge_repeats(mut repeats: Vec<SuiteResults>) -> SuiteResults {
     let mut add = |results: &SuiteResults| {
         for bench in &results.benchmarks {
             for metric in &bench.metrics {
-                let entry = samples.entry((bench.key(), metric.name.clone())).or_default();
+                let entry = samples
+                    .entry((bench.key(), metric.name.clone()))
+                    .or_default();
                 if metric.samples.is_empty() {
                     entry.push(metric.value);
                 } else {

@@ -119,7 +119,10 @@ impl Worker {
                     match client.heartbeat(job) {
                         Ok(true) => {}
                         Ok(false) => {
-                            tracing::warn!(job = job.id, "lease lost; the server re-queued the job");
+                            tracing::warn!(
+                                job = job.id,
+                                "lease lost; the server re-queued the job"
+                            );
                             break;
                         }
                         Err(err) => tracing::warn!(error = format!("{err:#}"), "heartbeat failed"),
@@ -150,7 +153,9 @@ impl Worker {
         let mirror = Mirror::open_or_clone(cache, &job.repository, &job.url)
             .with_context(|| format!("cannot clone {}", job.url))?;
         if !mirror.has_commit(sha) {
-            mirror.fetch().with_context(|| format!("cannot fetch {}", job.url))?;
+            mirror
+                .fetch()
+                .with_context(|| format!("cannot fetch {}", job.url))?;
         }
         let worktree = cache.join("worktrees").join(&dir_name);
         mirror

@@ -70,10 +70,10 @@ impl Db {
             )
             .fetch_optional(&mut *tx)
             .await?;
-            let id = match active {
-                Some(id) => id,
-                None => {
-                    sqlx::query_scalar!(
+            let id =
+                match active {
+                    Some(id) => id,
+                    None => sqlx::query_scalar!(
                         r#"INSERT INTO jobs (repository_id, commit_id, machine_id, state, priority,
                                              max_attempts, created_at)
                            VALUES (?, ?, ?, 'queued', ?, ?, ?) RETURNING id AS "id!" "#,
@@ -85,9 +85,8 @@ impl Db {
                         now
                     )
                     .fetch_one(&mut *tx)
-                    .await?
-                }
-            };
+                    .await?,
+                };
             jobs.push(id);
         }
         tx.commit().await?;

@@ -19,8 +19,8 @@ pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{JobRow, JobTarget, LeaseSettings};
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
-    BenchmarkSeriesRow, CommitMeasurementRow, CommitRunRow, HistoryRow, HistoryStatus,
-    CommitRow, RepositorySummary, SeriesPoint,
+    BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, HistoryRow, HistoryStatus,
+    RepositorySummary, SeriesPoint,
 };
 pub use repos::{CommitRecord, RepositoryRow, validate_repository};
 

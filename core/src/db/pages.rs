@@ -181,7 +181,9 @@ impl Db {
         let valid = sha.len() >= 7 && sha.len() <= 40 && sha.bytes().all(|b| b.is_ascii_hexdigit());
         match (valid, rows.len()) {
             (true, 1) => Ok(rows.remove(0)),
-            (true, 2..) => Err(DbError::Invalid(format!("commit prefix {sha:?} is ambiguous"))),
+            (true, 2..) => Err(DbError::Invalid(format!(
+                "commit prefix {sha:?} is ambiguous"
+            ))),
             _ => Err(DbError::NotFound(format!(
                 "commit {:?}",
                 sha.chars().take(40).collect::<String>()

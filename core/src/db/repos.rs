@@ -205,11 +205,25 @@ mod tests {
     #[test]
     fn repository_names_that_could_escape_a_path_are_refused() {
         assert!(validate_repository("kymo", "/tmp/x", "main").is_ok());
-        for name in ["", "../etc", "a/b", ".hidden", "x\0y", &"n".repeat(65), "<b>"] {
-            assert!(validate_repository(name, "/tmp/x", "main").is_err(), "{name:?}");
+        for name in [
+            "",
+            "../etc",
+            "a/b",
+            ".hidden",
+            "x\0y",
+            &"n".repeat(65),
+            "<b>",
+        ] {
+            assert!(
+                validate_repository(name, "/tmp/x", "main").is_err(),
+                "{name:?}"
+            );
         }
         for branch in ["", "-rf", "a..b", "a b", "/abs"] {
-            assert!(validate_repository("k", "/tmp/x", branch).is_err(), "{branch:?}");
+            assert!(
+                validate_repository("k", "/tmp/x", branch).is_err(),
+                "{branch:?}"
+            );
         }
         assert!(validate_repository("k", "  ", "main").is_err());
     }

@@ -6,10 +6,10 @@ mod worker;
 
 pub use repos::load_commit;
 
+use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};
 use axum::http::request::Parts;
 use axum::routing::{get, post};
-use axum::Router;
 use kymo_core::db::TokenScope;
 
 use crate::error::AppError;
@@ -73,7 +73,11 @@ impl FromRequestParts<AppState> for WorkerAuth {
         if token.len() > 256 {
             return Err(AppError::Unauthorized);
         }
-        if state.db.check_token(token, TokenScope::Worker, state.now()).await? {
+        if state
+            .db
+            .check_token(token, TokenScope::Worker, state.now())
+            .await?
+        {
             Ok(WorkerAuth)
         } else {
             Err(AppError::Unauthorized)

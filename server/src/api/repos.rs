@@ -62,7 +62,8 @@ pub async fn enqueue_run(
     let request: RunRequest = if body.iter().all(u8::is_ascii_whitespace) {
         RunRequest::default()
     } else {
-        serde_json::from_slice(&body).map_err(|e| AppError::BadRequest(format!("run request: {e}")))?
+        serde_json::from_slice(&body)
+            .map_err(|e| AppError::BadRequest(format!("run request: {e}")))?
     };
     let repo = state.db.repository(&repo).await?;
     let (commit, commit_id) = git::resolve_commit(&state, &repo, request.commit.as_deref()).await?;
@@ -164,7 +165,12 @@ pub async fn upload_results(
     let (machine_id, machine) = match (&upload.machine, &upload.specs) {
         (Some(fingerprint), _) => (state.db.machine_id(fingerprint).await?, fingerprint.clone()),
         (None, Some(specs)) => {
-            let name = upload.environment.hostname.chars().take(128).collect::<String>();
+            let name = upload
+                .environment
+                .hostname
+                .chars()
+                .take(128)
+                .collect::<String>();
             state.db.upsert_machine(specs, &name, now).await?
         }
         (None, None) => {
@@ -175,7 +181,11 @@ pub async fn upload_results(
     };
     let commit_id = match state.db.commit_id(repo.id, &upload.commit).await? {
         Some(id) => id,
-        None => git::resolve_commit(&state, &repo, Some(upload.commit.as_str())).await?.1,
+        None => {
+            git::resolve_commit(&state, &repo, Some(upload.commit.as_str()))
+                .await?
+                .1
+        }
     };
     let summary = state
         .db

@@ -81,7 +81,11 @@ pub async fn complete(
             };
             match state.db.store_run(record, now).await {
                 Ok(summary) => {
-                    tracing::info!(job = id, measurements = summary.measurements, "job succeeded");
+                    tracing::info!(
+                        job = id,
+                        measurements = summary.measurements,
+                        "job succeeded"
+                    );
                     Ok(Json(json!({ "state": "succeeded", "run": summary.run_id })))
                 }
                 Err(DbError::Invalid(reason)) => {
@@ -90,7 +94,13 @@ pub async fn complete(
                     let error = format!("the results were refused: {reason}");
                     state
                         .db
-                        .fail_job(id, lease, clip(&error, MAX_ERROR_BYTES), clip(log, MAX_LOG_BYTES), now)
+                        .fail_job(
+                            id,
+                            lease,
+                            clip(&error, MAX_ERROR_BYTES),
+                            clip(log, MAX_LOG_BYTES),
+                            now,
+                        )
                         .await?;
                     Err(DbError::Invalid(reason).into())
                 }

@@ -5,10 +5,10 @@ mod format;
 mod views;
 
 use askama::Template;
+use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use axum::Router;
 
 use crate::error::AppError;
 use crate::state::AppState;

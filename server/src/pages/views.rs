@@ -177,7 +177,9 @@ pub async fn commit(
             };
             let samples = serde_json::from_str::<Vec<f64>>(&r.samples).map_or(0, |s| s.len());
             ResultView {
-                parent: r.parent_value.map_or_else(|| "–".into(), |p| value(p, &r.unit)),
+                parent: r
+                    .parent_value
+                    .map_or_else(|| "–".into(), |p| value(p, &r.unit)),
                 value: value(r.value, &r.unit),
                 change: change_text,
                 change_class,
@@ -193,11 +195,7 @@ pub async fn commit(
     render(&CommitPage {
         repo,
         short: c.sha[..10].to_owned(),
-        parents: c
-            .parents
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect(),
+        parents: c.parents.split_whitespace().map(str::to_owned).collect(),
         sha: c.sha,
         message: c.message,
         author: c.author,
@@ -388,6 +386,12 @@ struct MachinesPage {
 }
 
 pub async fn machines(State(state): State<AppState>) -> PageResult {
-    let machines = state.db.machines().await?.into_iter().map(Into::into).collect();
+    let machines = state
+        .db
+        .machines()
+        .await?
+        .into_iter()
+        .map(Into::into)
+        .collect();
     render(&MachinesPage { machines })
 }

@@ -33,7 +33,13 @@ impl TestApp {
         Self { state, _dir: dir }
     }
 
-    async fn request(&self, method: &str, path: &str, body: Body, token: Option<&str>) -> (StatusCode, Value) {
+    async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Body,
+        token: Option<&str>,
+    ) -> (StatusCode, Value) {
         let mut builder = Request::builder()
             .method(method)
             .uri(path)
@@ -53,7 +59,8 @@ impl TestApp {
     }
 
     async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
-        self.request("POST", path, Body::from(body.to_string()), None).await
+        self.request("POST", path, Body::from(body.to_string()), None)
+            .await
     }
 
     async fn get(&self, path: &str) -> (StatusCode, Value) {
@@ -64,7 +71,10 @@ impl TestApp {
     async fn with_repo(&self) -> (TestRepo, String) {
         let repo = TestRepo::new();
         let sha = repo.commit(
-            &[("kymo.toml", &kymo_toml("sh bench.sh", "10s", 1)), ("bench.sh", &bench_script(1.0))],
+            &[
+                ("kymo.toml", &kymo_toml("sh bench.sh", "10s", 1)),
+                ("bench.sh", &bench_script(1.0)),
+            ],
             "first",
         );
         let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
@@ -98,7 +108,9 @@ async fn run_count(app: &TestApp, sha: &str) -> usize {
 async fn an_upload_is_stored_under_the_uploaders_fingerprint() {
     let app = TestApp::new().await;
     let (_repo, sha) = app.with_repo().await;
-    let (status, answer) = app.post("/api/v1/repos/r/results", &upload(&sha, json!(12.5))).await;
+    let (status, answer) = app
+        .post("/api/v1/repos/r/results", &upload(&sha, json!(12.5)))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     assert_eq!(answer["measurements"], 1);
     let (_, machines) = app.get("/api/v1/machines").await;
@@ -127,24 +139,71 @@ async fn malformed_and_hostile_uploads_are_refused_and_store_nothing() {
     let mut no_machine = upload(&sha, json!(1.0));
     no_machine.as_object_mut().unwrap().remove("specs");
     let cases: Vec<(&str, Body, StatusCode)> = vec![
-        ("not json", Body::from("{ nope"), StatusCode::UNPROCESSABLE_ENTITY),
-        ("infinite", Body::from(upload(&sha, json!(1)).to_string().replace(":1}", ":1e999}")), StatusCode::UNPROCESSABLE_ENTITY),
-        ("bad sha", Body::from(upload("xyz", json!(1.0)).to_string()), StatusCode::UNPROCESSABLE_ENTITY),
-        ("unknown commit", Body::from(upload(&"ab".repeat(20), json!(1.0)).to_string()), StatusCode::UNPROCESSABLE_ENTITY),
-        ("duplicate series", Body::from(duplicate.to_string()), StatusCode::UNPROCESSABLE_ENTITY),
-        ("unknown machine", Body::from(unknown_machine.to_string()), StatusCode::NOT_FOUND),
-        ("no machine", Body::from(no_machine.to_string()), StatusCode::UNPROCESSABLE_ENTITY),
-        ("deep nesting", Body::from("[".repeat(100_000)), StatusCode::UNPROCESSABLE_ENTITY),
-        ("oversized", Body::from(vec![b' '; 65 * 1024 * 1024]), StatusCode::PAYLOAD_TOO_LARGE),
-        ("non-utf8", Body::from(vec![0xff, 0xfe, 0x00]), StatusCode::UNPROCESSABLE_ENTITY),
+        (
+            "not json",
+            Body::from("{ nope"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "infinite",
+            Body::from(upload(&sha, json!(1)).to_string().replace(":1}", ":1e999}")),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "bad sha",
+            Body::from(upload("xyz", json!(1.0)).to_string()),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "unknown commit",
+            Body::from(upload(&"ab".repeat(20), json!(1.0)).to_string()),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "duplicate series",
+            Body::from(duplicate.to_string()),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "unknown machine",
+            Body::from(unknown_machine.to_string()),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "no machine",
+            Body::from(no_machine.to_string()),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "deep nesting",
+            Body::from("[".repeat(100_000)),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "oversized",
+            Body::from(vec![b' '; 65 * 1024 * 1024]),
+            StatusCode::PAYLOAD_TOO_LARGE,
+        ),
+        (
+            "non-utf8",
+            Body::from(vec![0xff, 0xfe, 0x00]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
     ];
     for (what, body, expected) in cases {
-        let (status, answer) = app.request("POST", "/api/v1/repos/r/results", body, None).await;
+        let (status, answer) = app
+            .request("POST", "/api/v1/repos/r/results", body, None)
+            .await;
         assert_eq!(status, expected, "{what}: {answer}");
-        assert!(answer["error"].as_str().is_some_and(|e| !e.is_empty()), "{what}: {answer}");
+        assert!(
+            answer["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{what}: {answer}"
+        );
     }
     assert_eq!(run_count(&app, &sha).await, 0);
-    let (status, _) = app.post("/api/v1/repos/missing/results", &upload(&sha, json!(1.0))).await;
+    let (status, _) = app
+        .post("/api/v1/repos/missing/results", &upload(&sha, json!(1.0)))
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
@@ -165,7 +224,10 @@ async fn repositories_with_bad_names_or_unreachable_urls_are_not_added() {
     assert_eq!(repos, json!([]));
     let (_repo, _) = app.with_repo().await;
     let (status, _) = app
-        .post("/api/v1/repos", &json!({ "name": "r", "url": "/tmp", "branch": "main" }))
+        .post(
+            "/api/v1/repos",
+            &json!({ "name": "r", "url": "/tmp", "branch": "main" }),
+        )
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
 }
@@ -177,33 +239,63 @@ async fn the_worker_protocol_needs_a_token_and_a_live_lease() {
     let claim = json!({ "specs": specs(), "environment": { "kernel": "6.1", "toolchain": "rustc",
                                                             "governor": "performance", "hostname": "h" } });
     let body = || Body::from(claim.to_string());
-    let (status, _) = app.request("POST", "/api/v1/worker/claim", body(), None).await;
+    let (status, _) = app
+        .request("POST", "/api/v1/worker/claim", body(), None)
+        .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _) = app.request("POST", "/api/v1/worker/claim", body(), Some("kymo_forged")).await;
+    let (status, _) = app
+        .request("POST", "/api/v1/worker/claim", body(), Some("kymo_forged"))
+        .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let upload_token = app.state.db.create_token("u", TokenScope::Upload, 0).await.unwrap();
-    let (status, _) = app.request("POST", "/api/v1/worker/claim", body(), Some(&upload_token)).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "an upload token is not a worker token");
+    let upload_token = app
+        .state
+        .db
+        .create_token("u", TokenScope::Upload, 0)
+        .await
+        .unwrap();
+    let (status, _) = app
+        .request("POST", "/api/v1/worker/claim", body(), Some(&upload_token))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "an upload token is not a worker token"
+    );
 
-    let token = app.state.db.create_token("w", TokenScope::Worker, 0).await.unwrap();
-    let (status, empty) = app.request("POST", "/api/v1/worker/claim", body(), Some(&token)).await;
+    let token = app
+        .state
+        .db
+        .create_token("w", TokenScope::Worker, 0)
+        .await
+        .unwrap();
+    let (status, empty) = app
+        .request("POST", "/api/v1/worker/claim", body(), Some(&token))
+        .await;
     assert_eq!((status, empty), (StatusCode::OK, json!({ "job": null })));
 
-    let (status, _) = app.post("/api/v1/repos/r/runs", &json!({ "commit": sha })).await;
+    let (status, _) = app
+        .post("/api/v1/repos/r/runs", &json!({ "commit": sha }))
+        .await;
     assert_eq!(status, StatusCode::ACCEPTED);
-    let (_, claimed) = app.request("POST", "/api/v1/worker/claim", body(), Some(&token)).await;
+    let (_, claimed) = app
+        .request("POST", "/api/v1/worker/claim", body(), Some(&token))
+        .await;
     let job = claimed["job"]["id"].as_i64().unwrap();
     assert_eq!(claimed["job"]["commit"], sha.as_str());
 
     let beat = |lease: &str| Body::from(json!({ "lease_id": lease }).to_string());
     let path = format!("/api/v1/worker/jobs/{job}/heartbeat");
-    let (status, _) = app.request("POST", &path, beat("stolen"), Some(&token)).await;
+    let (status, _) = app
+        .request("POST", &path, beat("stolen"), Some(&token))
+        .await;
     assert_eq!(status, StatusCode::CONFLICT);
     let lease = claimed["job"]["lease_id"].as_str().unwrap();
     let (status, _) = app.request("POST", &path, beat(lease), Some(&token)).await;
     assert_eq!(status, StatusCode::OK);
 
     // The same commit is not queued twice for a machine while its job waits or runs.
-    let (_, again) = app.post("/api/v1/repos/r/runs", &json!({ "commit": sha })).await;
+    let (_, again) = app
+        .post("/api/v1/repos/r/runs", &json!({ "commit": sha }))
+        .await;
     assert_eq!(again["jobs"], json!([job]));
 }

@@ -10,10 +10,19 @@ fn broken_suites_fail_their_jobs_and_the_worker_goes_on() {
     let repo = TestRepo::new();
     let cases: Vec<(String, &str)> = vec![
         ("[[suite]]\nname = \"broken\"\n".into(), "kymo.toml"),
-        (kymo_toml("echo going down >&2; exit 3", "30s", 1), "exited with status 3"),
+        (
+            kymo_toml("echo going down >&2; exit 3", "30s", 1),
+            "exited with status 3",
+        ),
         (kymo_toml("echo started; sleep 60", "1s", 1), "timeout"),
-        (kymo_toml("echo this is not json", "30s", 1), "not valid kymo output"),
-        (kymo_toml("yes kymo | head -c 100000000", "60s", 1), "more output"),
+        (
+            kymo_toml("echo this is not json", "30s", 1),
+            "not valid kymo output",
+        ),
+        (
+            kymo_toml("yes kymo | head -c 100000000", "60s", 1),
+            "more output",
+        ),
     ];
     let mut shas = Vec::new();
     for (toml, _) in &cases {
@@ -40,16 +49,27 @@ fn broken_suites_fail_their_jobs_and_the_worker_goes_on() {
         let error = job["error"].as_str().unwrap();
         assert!(error.contains(expected), "{expected:?} not in {error:?}");
         let commit = server.get_json(&format!("/api/v1/repos/r/commits/{sha}"));
-        assert!(commit["runs"].as_array().unwrap().is_empty(), "partial run stored");
+        assert!(
+            commit["runs"].as_array().unwrap().is_empty(),
+            "partial run stored"
+        );
         assert!(commit["results"].as_array().unwrap().is_empty());
     }
     let failing_exit = jobs.iter().find(|j| j["sha"] == shas[1].as_str()).unwrap();
-    assert!(failing_exit["log_tail"].as_str().unwrap().contains("going down"));
+    assert!(
+        failing_exit["log_tail"]
+            .as_str()
+            .unwrap()
+            .contains("going down")
+    );
 
     let good_job = jobs.iter().find(|j| j["sha"] == good.as_str()).unwrap();
     assert_eq!(good_job["state"], "succeeded", "{good_job:#?}");
     assert_eq!(server.get("/healthz"), (200, "ok".into()));
 
     let (_, queue) = server.get("/queue");
-    assert!(queue.contains("exited with status 3"), "the queue page shows why");
+    assert!(
+        queue.contains("exited with status 3"),
+        "the queue page shows why"
+    );
 }

@@ -8,7 +8,14 @@ use crate::support::{KymoServer, TestRepo, assert_ok, bench_script, kymo_bin, ky
 
 fn start_worker(server: &KymoServer, token: &str, cache: &std::path::Path) -> Child {
     Command::new(kymo_bin())
-        .args(["worker", "--server", &server.url, "--token", token, "--cache-dir"])
+        .args([
+            "worker",
+            "--server",
+            &server.url,
+            "--token",
+            token,
+            "--cache-dir",
+        ])
         .arg(cache)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -29,9 +36,14 @@ fn a_killed_workers_job_runs_again_and_is_stored_once() {
     );
     let server = KymoServer::start(&["--no-worker", "--lease-seconds", "2"]);
     let db = server.db_path();
-    let token = assert_ok(
-        &server.kymo(&["token", "create", "--worker", "w1", "--db", db.to_str().unwrap()]),
-    );
+    let token = assert_ok(&server.kymo(&[
+        "token",
+        "create",
+        "--worker",
+        "w1",
+        "--db",
+        db.to_str().unwrap(),
+    ]));
     let token = token.trim();
     assert_ok(&server.kymo(&["repo", "add", "r", repo.path().to_str().unwrap()]));
     assert_ok(&server.kymo(&["run", "r", &sha]));
@@ -44,7 +56,10 @@ fn a_killed_workers_job_runs_again_and_is_stored_once() {
         if jobs[0]["state"] == "running" {
             break;
         }
-        assert!(Instant::now() < deadline, "the job never started: {jobs:#?}");
+        assert!(
+            Instant::now() < deadline,
+            "the job never started: {jobs:#?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     first.kill().unwrap();

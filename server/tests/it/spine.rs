@@ -29,30 +29,40 @@ fn three_runs_become_three_points_on_the_trend_graph() {
         assert_ok(&server.kymo(&["run", "demo", sha]));
     }
     let jobs = server.wait_for_jobs(3, Duration::from_secs(60));
-    assert!(
-        jobs.iter().all(|j| j["state"] == "succeeded"),
-        "{jobs:#?}"
-    );
+    assert!(jobs.iter().all(|j| j["state"] == "succeeded"), "{jobs:#?}");
 
     // The trend graph has one linked point per commit.
     let (status, page) = server.get("/repos/demo/benchmarks/parse/small%7Bsize=16%7D");
     assert_eq!(status, 200, "{page}");
     for sha in &shas {
-        assert!(page.contains(&format!("/repos/demo/commits/{sha}")), "{sha} not linked");
+        assert!(
+            page.contains(&format!("/repos/demo/commits/{sha}")),
+            "{sha} not linked"
+        );
     }
     assert_eq!(page.matches("<a ").count() - nav_links(&page), 3, "{page}");
 
     // Every value is on its commit page, with the change against the parent.
     let (_, second) = server.get(&format!("/repos/demo/commits/{}", shas[1]));
     assert!(second.contains("112.5 ns"), "{second}");
-    assert!(second.contains("100.0 ns"), "parent value missing: {second}");
+    assert!(
+        second.contains("100.0 ns"),
+        "parent value missing: {second}"
+    );
     assert!(second.contains("+12.5 %"), "{second}");
-    assert!(!second.contains("<b>bold</b>"), "commit message must be escaped");
+    assert!(
+        !second.contains("<b>bold</b>"),
+        "commit message must be escaped"
+    );
 
     // And in the API, in history order.
-    let series = server.get_json("/api/v1/repos/demo/series?benchmark=parse/small%7Bsize=16%7D&metric=time");
+    let series =
+        server.get_json("/api/v1/repos/demo/series?benchmark=parse/small%7Bsize=16%7D&metric=time");
     let points = series[0]["points"].as_array().unwrap();
-    let got: Vec<f64> = points.iter().map(|p| p["value"].as_f64().unwrap()).collect();
+    let got: Vec<f64> = points
+        .iter()
+        .map(|p| p["value"].as_f64().unwrap())
+        .collect();
     assert_eq!(got, values);
     let commit = server.get_json(&format!("/api/v1/repos/demo/commits/{}", shas[2]));
     assert_eq!(commit["results"][0]["value"], 104.25);
@@ -93,7 +103,11 @@ fn results_from_ci_are_uploaded_under_this_machines_fingerprint() {
         )
     };
     std::fs::write(results.path().join("alpha.json"), doc(10.0)).unwrap();
-    std::fs::write(results.path().join("beta.json"), doc(20.0).replace("ci/bench", "ci/other")).unwrap();
+    std::fs::write(
+        results.path().join("beta.json"),
+        doc(20.0).replace("ci/bench", "ci/other"),
+    )
+    .unwrap();
     let out = assert_ok(&server.kymo(&[
         "upload",
         "--repo",
@@ -117,7 +131,14 @@ fn results_from_ci_are_uploaded_under_this_machines_fingerprint() {
     // A broken file is refused with its name, and nothing is stored.
     let bad = results.path().join("broken.json");
     std::fs::write(&bad, r#"{"benchmarks":[{"name":"x","metrics":[]}]}"#).unwrap();
-    let output = server.kymo(&["upload", "--repo", "ci", "--commit", &sha, bad.to_str().unwrap()]);
+    let output = server.kymo(&[
+        "upload",
+        "--repo",
+        "ci",
+        "--commit",
+        &sha,
+        bad.to_str().unwrap(),
+    ]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("broken.json"), "{stderr}");
