@@ -69,7 +69,7 @@ struct RunArgs {
     /// Bursty bus benchmark: messages per burst.
     #[arg(long, env = "KYMO_BUS_BURST", default_value_t = 256)]
     bus_burst: usize,
-    /// Bursty bus benchmark: subscribers (1 to 63).
+    /// Bursty bus benchmark: subscribers (1 to 32).
     #[arg(long, env = "KYMO_BUS_FANOUT", default_value_t = 4)]
     bus_fanout: usize,
     /// Bursty bus benchmark: ring capacity.
@@ -106,8 +106,9 @@ impl RunArgs {
 
     fn bus_workload(&self) -> anyhow::Result<BusWorkload> {
         anyhow::ensure!(
-            (1..=63).contains(&self.bus_fanout),
-            "bus fanout must be between 1 and 63, not {}",
+            (1..=crate::bus::MAX_SUBSCRIBERS as usize).contains(&self.bus_fanout),
+            "bus fanout must be between 1 and {}, not {}",
+            crate::bus::MAX_SUBSCRIBERS,
             self.bus_fanout
         );
         anyhow::ensure!(self.bus_burst >= 1, "bus burst must be at least 1");
@@ -206,10 +207,10 @@ mod tests {
 
     #[test]
     fn fanout_beyond_the_bitmask_is_refused() {
-        let cli = parse(&["--bus-fanout", "64"]);
+        let cli = parse(&["--bus-fanout", "33"]);
         assert!(cli.run.bus_workload().is_err());
-        let cli = parse(&["--bus-fanout", "63"]);
-        assert_eq!(cli.run.bus_workload().unwrap().fanout, 63);
+        let cli = parse(&["--bus-fanout", "32"]);
+        assert_eq!(cli.run.bus_workload().unwrap().fanout, 32);
     }
 
     #[test]

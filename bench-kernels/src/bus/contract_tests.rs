@@ -50,6 +50,45 @@ where
     });
 }
 
+fn lagging_readers_account_for_every_message<B>(bus: B)
+where
+    B: BroadcastBus<KernelEvent> + Send,
+{
+    const MESSAGES: u64 = 20_000;
+    let receivers: Vec<_> = (0..3).map(|_| bus.subscribe()).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = receivers
+            .into_iter()
+            .map(|mut rx| {
+                scope.spawn(move || {
+                    let (mut received, mut lagged, mut last) = (0u64, 0u64, None);
+                    loop {
+                        match rx.recv() {
+                            Ok(e) => {
+                                assert!(last.is_none_or(|l| e.seq > l), "out of order");
+                                assert_eq!(e.seq, received + lagged, "a message out of place");
+                                last = Some(e.seq);
+                                received += 1;
+                            }
+                            Err(RecvError::Lagged(n)) => lagged += n,
+                            Err(RecvError::Closed) => return (received, lagged),
+                        }
+                    }
+                })
+            })
+            .collect();
+        for seq in 0..MESSAGES {
+            bus.publish(event(seq));
+        }
+        bus.close();
+        for handle in handles {
+            let (received, lagged) = handle.join().unwrap();
+            assert_eq!(received + lagged, MESSAGES);
+            assert!(received > 0);
+        }
+    });
+}
+
 fn publishing_without_subscribers_drops_the_message<B: BroadcastBus<KernelEvent>>(bus: B) {
     assert_eq!(bus.publish(event(1)), 0);
     let mut rx = bus.subscribe();
@@ -107,6 +146,11 @@ macro_rules! contract {
                     $backend::new(8192, WakeMode::Every),
                     true,
                 );
+            }
+
+            #[test]
+            fn lagging_under_concurrency() {
+                lagging_readers_account_for_every_message($backend::new(8, WakeMode::Edge));
             }
 
             #[test]

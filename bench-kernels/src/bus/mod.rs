@@ -12,7 +12,7 @@ mod wake;
 use std::sync::Arc;
 
 pub use classic::ClassicBus;
-pub use soa::SoaBus;
+pub use soa::{MAX_SUBSCRIBERS, SoaBus};
 pub use suite::BusSuite;
 
 pub use crate::variants::WakeMode;

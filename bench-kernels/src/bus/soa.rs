@@ -1,36 +1,46 @@
-//! The structure-of-arrays broadcast ring: stamps, pending-reader bitmasks, slot guards and
-//! payloads live in four parallel arrays, and the hot paths use a handful of atomics:
+//! The structure-of-arrays broadcast ring: stamps, slot states and payloads live in three
+//! parallel arrays, and the hot paths use as few locked instructions as we could manage.
 //!
-//! - publish: reserve a position (`fetch_add`), take the slot's writer guard, store the
-//!   payload, the pending mask (the subscribers present) and the stamp;
-//! - receive: hold the slot's reader guard, and either clone the payload and clear our bit
-//!   (`fetch_and`), or — when our bit is the only one left — take the payload out of the
-//!   slot without cloning. So a payload is cloned once per reader except the last, and
-//!   with a single subscriber never.
+//! A slot's state is one word: the bitmask of subscribers that have not read the message
+//! (low 32 bits), the number of readers cloning it (bits 32..48), and two flags, `WRITING`
+//! and `TAKING`, each held exclusively.
 //!
-//! Safety argument: a reader touches a payload only while its bit is set in the slot's
-//! pending mask and it holds a reader guard; the writer guard excludes readers, so a
-//! publisher never overwrites a payload being read. A reader clears its bit only after
-//! its clone, so the reader that finds its bit alone (and takes) cannot race a clone.
+//! - publish: reserve a position (`fetch_add`), claim the slot (a compare-exchange that
+//!   needs no reader inside and no flag), store payload and stamp, then release the slot by
+//!   storing the new mask;
+//! - receive, when our bit is the only one left: claim `TAKING` with one compare-exchange,
+//!   take the payload out of the slot (no clone), store an empty state;
+//! - receive otherwise: enter as a reader (compare-exchange on the count), clone the
+//!   payload once, then leave and clear our bit in one `fetch_sub`.
+//!
+//! So a payload is cloned once per reader except the last, and with a single subscriber
+//! never. Safety argument: the payload is written only under `WRITING`, moved out only
+//! under `TAKING`, and cloned only by counted readers; each of the three excludes the
+//! others, and counts only change while no flag is set. A reader re-checks the stamp after
+//! claiming, so a slot reused by a later lap is never mistaken for the one it wanted.
 
 use std::cell::UnsafeCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::wake::Notifier;
 use super::{BroadcastBus, BusReceiver, RecvError, TryRecvError, ring_size};
 use crate::variants::WakeMode;
 
-const WRITER: u32 = 1 << 31;
+/// Subscribers a SoA bus serves: one bit each in the low half of a slot's state.
+pub const MAX_SUBSCRIBERS: u32 = 32;
+const MASK: u64 = (1 << MAX_SUBSCRIBERS) - 1;
+const READER: u64 = 1 << 32;
+const READERS: u64 = 0xFFFF << 32;
+const TAKING: u64 = 1 << 61;
+const WRITING: u64 = 1 << 62;
 
 struct Shared<T> {
     mask: u64,
     /// Position + 1 of the message in each slot; 0 for never written.
     stamps: Box<[AtomicU64]>,
-    /// Per slot, the subscribers that have not read it yet.
-    pending: Box<[AtomicU64]>,
-    /// Per slot, `WRITER` or the number of readers inside.
-    guards: Box<[AtomicU32]>,
+    /// Per slot: pending subscribers, readers inside, `WRITING`, `TAKING`.
+    states: Box<[AtomicU64]>,
     payloads: Box<[UnsafeCell<Option<T>>]>,
     tail: AtomicU64,
     subscribers: AtomicU64,
@@ -38,7 +48,7 @@ struct Shared<T> {
     notifier: Notifier,
 }
 
-// SAFETY: payloads are only reached under the slot guards described in the module docs;
+// SAFETY: payloads are only reached under the slot states described in the module docs;
 // readers on other threads clone (`T: Sync`) or take (`T: Send`) them.
 unsafe impl<T: Send + Sync> Sync for Shared<T> {}
 // SAFETY: as above; the shared state owns `T`s that may be dropped on any thread.
@@ -58,15 +68,14 @@ pub struct SoaReceiver<T> {
 
 impl<T> SoaBus<T> {
     /// A bus holding the last `capacity` messages (rounded up to a power of two), for up
-    /// to 64 subscribers.
+    /// to [`MAX_SUBSCRIBERS`] subscribers.
     pub fn new(capacity: usize, wake: WakeMode) -> Self {
         let size = ring_size(capacity);
         Self {
             shared: Arc::new(Shared {
                 mask: size as u64 - 1,
                 stamps: (0..size).map(|_| AtomicU64::new(0)).collect(),
-                pending: (0..size).map(|_| AtomicU64::new(0)).collect(),
-                guards: (0..size).map(|_| AtomicU32::new(0)).collect(),
+                states: (0..size).map(|_| AtomicU64::new(0)).collect(),
                 payloads: (0..size).map(|_| UnsafeCell::new(None)).collect(),
                 tail: AtomicU64::new(0),
                 subscribers: AtomicU64::new(0),
@@ -82,22 +91,26 @@ impl<T> Shared<T> {
     #[inline]
     fn write(&self, position: u64, subscribers: u64, value: T) {
         let index = (position & self.mask) as usize;
-        let guard = &self.guards[index];
-        while guard
-            .compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        let state = &self.states[index];
+        let before = loop {
+            let current = state.load(Ordering::Relaxed);
+            if current & (READERS | TAKING | WRITING) == 0
+                && state
+                    .compare_exchange_weak(current, WRITING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                break current;
+            }
             std::hint::spin_loop();
-        }
+        };
         if self.stamps[index].load(Ordering::Relaxed) <= position {
-            // SAFETY: we hold the writer guard, which excludes every reader.
+            // SAFETY: `WRITING` excludes every reader and taker.
             unsafe { *self.payloads[index].get() = Some(value) };
-            self.pending[index].store(subscribers, Ordering::Relaxed);
             self.stamps[index].store(position + 1, Ordering::Release);
+            state.store(subscribers, Ordering::Release);
+        } else {
+            state.store(before, Ordering::Release);
         }
-        // Not a plain store of 0: a reader may have incremented the guard while we held it
-        // and will decrement it as it backs off.
-        guard.fetch_sub(WRITER, Ordering::Release);
     }
 
     fn shut_down(&self) {
@@ -114,8 +127,8 @@ impl<T: Clone + Send + Sync> BroadcastBus<T> for SoaBus<T> {
         let mut current = shared.subscribers.load(Ordering::Acquire);
         loop {
             assert!(
-                current != u64::MAX,
-                "a SoA bus serves at most 64 subscribers"
+                current != MASK,
+                "a SoA bus serves at most {MAX_SUBSCRIBERS} subscribers"
             );
             let bit = 1u64 << (!current).trailing_zeros();
             match shared.subscribers.compare_exchange_weak(
@@ -189,6 +202,8 @@ enum SlotRead<T> {
     Lapped,
     /// Published before we subscribed (our bit was not in the mask): skip it.
     NotAddressed,
+    /// Lost a race for the slot's state: look again.
+    Retry,
 }
 
 impl<T: Clone> SoaReceiver<T> {
@@ -196,42 +211,61 @@ impl<T: Clone> SoaReceiver<T> {
     fn read_slot(&self) -> SlotRead<T> {
         let shared = &self.shared;
         let index = (self.next & shared.mask) as usize;
-        let guard = &shared.guards[index];
-        if guard.fetch_add(1, Ordering::Acquire) & WRITER != 0 {
-            guard.fetch_sub(1, Ordering::Release);
+        let state = &shared.states[index];
+        let current = state.load(Ordering::Acquire);
+        if current & WRITING != 0 {
             return SlotRead::NotYet;
         }
         let stamp = shared.stamps[index].load(Ordering::Acquire);
-        let outcome = if stamp == self.next + 1 {
-            let pending = &shared.pending[index];
-            let mine = pending.load(Ordering::Acquire);
-            if mine & self.bit == 0 {
-                SlotRead::NotAddressed
-            } else if mine == self.bit {
-                pending.store(0, Ordering::Relaxed);
-                // SAFETY: we hold a reader guard and ours is the only bit left, so no
-                // other reader will touch this payload (see the module docs).
-                let value = unsafe { (*shared.payloads[index].get()).take() };
-                SlotRead::Message(value.expect("a pending slot holds a value"))
-            } else {
-                // SAFETY: reader guard held and our bit set: the payload is live and only
-                // read by others until the last bit is cleared.
-                let value = unsafe { (*shared.payloads[index].get()).clone() };
-                if pending.fetch_and(!self.bit, Ordering::AcqRel) == self.bit {
-                    // Everyone else cleared their bit after our look: we are last after
-                    // all, and release the slot's payload.
-                    // SAFETY: as for the take above.
-                    drop(unsafe { (*shared.payloads[index].get()).take() });
-                }
-                SlotRead::Message(value.expect("a pending slot holds a value"))
+        if stamp < self.next + 1 {
+            return SlotRead::NotYet;
+        }
+        if stamp > self.next + 1 {
+            return SlotRead::Lapped;
+        }
+        if current & self.bit == 0 {
+            return SlotRead::NotAddressed;
+        }
+        if current & TAKING != 0 {
+            return SlotRead::Retry;
+        }
+        if current & MASK == self.bit && current & READERS == 0 {
+            if state
+                .compare_exchange(current, TAKING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                return SlotRead::Retry;
             }
-        } else if stamp > self.next + 1 {
-            SlotRead::Lapped
-        } else {
-            SlotRead::NotYet
-        };
-        guard.fetch_sub(1, Ordering::Release);
-        outcome
+            if shared.stamps[index].load(Ordering::Acquire) != self.next + 1 {
+                // A later lap reused the slot between our look and our claim.
+                state.store(current, Ordering::Release);
+                return SlotRead::Lapped;
+            }
+            // SAFETY: `TAKING` excludes the publisher and every other reader.
+            let value = unsafe { (*shared.payloads[index].get()).take() };
+            state.store(0, Ordering::Release);
+            return SlotRead::Message(value.expect("a pending slot holds a value"));
+        }
+        if state
+            .compare_exchange(
+                current,
+                current + READER,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return SlotRead::Retry;
+        }
+        if shared.stamps[index].load(Ordering::Acquire) != self.next + 1 {
+            state.fetch_sub(READER, Ordering::Release);
+            return SlotRead::Lapped;
+        }
+        // SAFETY: counted as a reader with our bit set: no writer or taker can enter
+        // until we leave, and others only clone.
+        let value = unsafe { (*shared.payloads[index].get()).clone() };
+        state.fetch_sub(READER | self.bit, Ordering::Release);
+        SlotRead::Message(value.expect("a pending slot holds a value"))
     }
 
     fn has_message(&self) -> bool {
@@ -251,6 +285,7 @@ impl<T: Clone> BusReceiver<T> for SoaReceiver<T> {
                     return Ok(value);
                 }
                 SlotRead::NotAddressed => self.next += 1,
+                SlotRead::Retry => std::hint::spin_loop(),
                 SlotRead::Lapped => {
                     let tail = self.shared.tail.load(Ordering::Acquire);
                     let oldest = tail.saturating_sub(self.shared.mask + 1);
