@@ -153,20 +153,26 @@ pub fn detect_change_points(
             let previous = if i == 0 { 0 } else { splits[i - 1] };
             let next = splits.get(i + 1).copied().unwrap_or(n);
             let reference = PercentBase::new(e.before, e.after);
+            // Only the survivors need an interval, so it is computed here, once.
+            let (low, high) = shift_interval(
+                &values[e.window.0..at],
+                &values[at..e.window.1],
+                1.0 - s.alpha,
+            );
             ChangePoint {
                 position: indices[at],
                 kind: VerdictKind::of_change(e.after - e.before, direction),
                 before: e.before,
                 after: e.after,
                 change_pct: e.change_pct,
-                ci_low_pct: reference.percent(e.ci.0),
-                ci_high_pct: reference.percent(e.ci.1),
+                ci_low_pct: reference.percent(low),
+                ci_high_pct: reference.percent(high),
                 p_value: e.p_value,
                 noise_pct: reference.percent(sd_abs).abs(),
                 segment_before: at - previous,
                 segment_after: next - at,
-                evidence_before: e.counts.0,
-                evidence_after: e.counts.1,
+                evidence_before: at - e.window.0,
+                evidence_after: e.window.1 - at,
                 method: "seeded-segmentation+mann-whitney",
             }
         })
@@ -189,9 +195,8 @@ struct Evidence {
     after: f64,
     change_pct: f64,
     p_value: f64,
-    /// Shift interval in the metric's unit.
-    ci: (f64, f64),
-    counts: (usize, usize),
+    /// The commits the test used: `[window.0, position)` and `[position, window.1)`.
+    window: (usize, usize),
     confirmed: bool,
 }
 
@@ -206,8 +211,12 @@ impl Confirmation<'_> {
         let at = splits[i];
         let previous = if i == 0 { 0 } else { splits[i - 1] };
         let next = splits.get(i + 1).copied().unwrap_or(self.values.len());
-        let left = &self.values[previous.max(at.saturating_sub(s.window))..at];
-        let right = &self.values[at..next.min(at + s.window)];
+        let (left_start, right_end) = (
+            previous.max(at.saturating_sub(s.window)),
+            next.min(at + s.window),
+        );
+        let left = &self.values[left_start..at];
+        let right = &self.values[at..right_end];
         let before = median_in_place(&mut left.to_vec());
         let after = median_in_place(&mut right.to_vec());
         let delta = (after - before).clamp(-f64::MAX, f64::MAX);
@@ -220,12 +229,7 @@ impl Confirmation<'_> {
             after,
             change_pct,
             p_value,
-            ci: if confirmed {
-                shift_interval(left, right, 1.0 - s.alpha)
-            } else {
-                (delta, delta)
-            },
-            counts: (left.len(), right.len()),
+            window: (left_start, right_end),
             confirmed,
         }
     }

@@ -7,11 +7,14 @@
 //! noise_multiplier × commit-to-commit noise). The second condition is what samples from a
 //! single run cannot provide: two runs of the same code differ by more than the samples
 //! within one run suggest, so a significant 1 % shift on a series that moves 2 % from
-//! commit to commit is not evidence of a regression.
+//! commit to commit is not evidence of a regression. For the same reason a series without
+//! a noise history (fewer than [`MIN_HISTORY_CHANGES`](super::MIN_HISTORY_CHANGES)
+//! commit-to-commit changes) gets
+//! `Inconclusive`, never a regression, for a large significant shift.
 
 use crate::model::Direction;
 
-use super::distribution::{students_t_quantile, students_t_sf};
+use super::distribution::{normal_cdf, students_t_quantile, students_t_sf};
 use super::mann_whitney::{mann_whitney, shift_interval};
 use super::noise::{NoiseModel, within_run_sd};
 use super::robust::{PercentBase, median};
@@ -59,30 +62,36 @@ pub fn compare(
 
     let delta = (value - baseline).clamp(-f64::MAX, f64::MAX);
     verdict.change_pct = reference.percent(delta);
-    let history_sd = noise.between_commit_sd_at(baseline);
-    let samples_sd =
-        (base.len() >= 2 && head.len() >= 2).then(|| median_difference_sd(&base, &head));
-    if let Some(sd) = history_sd.or(samples_sd) {
-        verdict.noise_pct = reference.percent(sd).abs();
+    let history = noise
+        .between_commit_sd_at(baseline)
+        .map(|sd| NoiseEstimate {
+            sd,
+            df: effective_df(noise.changes),
+        });
+    let samples_estimate =
+        (base.len() >= 2 && head.len() >= 2).then(|| run_to_run_from_samples(&base, &head));
+    if let Some(estimate) = history {
+        verdict.noise_pct = reference.percent(estimate.sd).abs();
+        verdict.threshold_pct = s
+            .min_effect_pct
+            .max(widened(s.noise_multiplier, estimate.df) * verdict.noise_pct)
+            .min(f64::MAX);
+    } else if let Some(estimate) = samples_estimate {
+        // Shown as evidence only: without history the floor is the only threshold.
+        verdict.noise_pct = reference.percent(estimate.sd).abs();
     }
-    verdict.threshold_pct = s
-        .min_effect_pct
-        .max(s.noise_multiplier * verdict.noise_pct)
-        .min(f64::MAX);
 
     let both_sampled = base.len() >= MIN_RANK_SAMPLES && head.len() >= MIN_RANK_SAMPLES;
-    let some_samples = base.len() >= 2 && head.len() >= 2;
-    if both_sampled || (history_sd.is_none() && some_samples) {
+    if both_sampled || (history.is_none() && samples_estimate.is_some()) {
         let test = mann_whitney(&head, &base);
         let (low, high) = shift_interval(&base, &head, 1.0 - s.alpha);
         verdict.p_value = Some(test.p_value);
         verdict.ci_low_pct = reference.percent(low);
         verdict.ci_high_pct = reference.percent(high);
         verdict.method = "mann-whitney";
-    } else if let Some(sd) = history_sd {
+    } else if let Some(NoiseEstimate { sd, df }) = history {
         // One value on a side: the difference of two commits, judged by the spread of
         // differences between consecutive commits, with t quantiles for the estimated spread.
-        let df = noise.changes.saturating_sub(1).max(1) as f64;
         let (p, half_width) = if sd > 0.0 {
             let t = delta / sd;
             let half_width = students_t_quantile(1.0 - s.alpha / 2.0, df) * sd;
@@ -103,17 +112,57 @@ pub fn compare(
     let large = delta != 0.0 && verdict.change_pct.abs() >= verdict.threshold_pct;
     verdict.kind = match verdict.p_value {
         _ if !large => VerdictKind::NoChange,
+        // Samples of one run cannot show how much runs differ; until the history can, a
+        // large shift between two runs is not enough to call a change.
+        _ if history.is_none() => VerdictKind::Inconclusive,
         Some(p) if p < s.alpha => VerdictKind::of_change(delta, direction),
         _ => VerdictKind::Inconclusive,
     };
     verdict
 }
 
-/// Standard deviation of the difference of the two medians implied by the spread within
-/// each run (a median of n normal values has about 1.2533·σ/√n).
-fn median_difference_sd(base: &[f64], head: &[f64]) -> f64 {
-    let term = |v: &[f64]| (within_run_sd(v) * 1.2533).powi(2) / v.len() as f64;
-    (term(base) + term(head)).sqrt().min(f64::MAX)
+/// A spread of the difference between two commits, in the metric's unit, with the degrees
+/// of freedom that say how well it is known.
+#[derive(Debug, Clone, Copy)]
+struct NoiseEstimate {
+    sd: f64,
+    df: f64,
+}
+
+/// Effective degrees of freedom of a robust spread measured from `changes` differences: a
+/// median-based estimate is about as precise as a standard deviation from 37 % as many
+/// normal values.
+fn effective_df(changes: usize) -> f64 {
+    (0.37 * changes as f64).max(1.0)
+}
+
+/// `k` (a number of standard deviations) turned into the t quantile with the same tail
+/// probability, so that a noise level estimated from a short history gets a wider margin.
+fn widened(k: f64, df: f64) -> f64 {
+    if k <= 0.0 || df > 1e6 {
+        return k;
+    }
+    let widened = students_t_quantile(normal_cdf(k), df);
+    if widened.is_finite() {
+        widened
+    } else {
+        f64::MAX
+    }
+}
+
+/// Without history, the run-to-run spread is unknown; samples only show the spread within
+/// one run. Two runs are assumed to differ by about as much as two single samples (√2 × the
+/// pooled within-run standard deviation), a cautious guess reported as evidence.
+fn run_to_run_from_samples(base: &[f64], head: &[f64]) -> NoiseEstimate {
+    let (nb, nh) = (base.len() as f64, head.len() as f64);
+    let pooled = ((within_run_sd(base).powi(2) * (nb - 1.0)
+        + within_run_sd(head).powi(2) * (nh - 1.0))
+        / (nb + nh - 2.0))
+        .sqrt();
+    NoiseEstimate {
+        sd: (std::f64::consts::SQRT_2 * pooled).min(f64::MAX),
+        df: nb + nh - 2.0,
+    }
 }
 
 #[cfg(test)]
@@ -124,6 +173,11 @@ mod tests {
 
     fn samples(rng: &mut Rng, n: usize, level: f64, cv: f64) -> Vec<f64> {
         (0..n).map(|_| level * (1.0 + cv * rng.normal())).collect()
+    }
+
+    /// A long, very quiet history at level 100 (0.1 % noise).
+    fn quiet_history() -> NoiseModel {
+        noise_model(&noisy(&mut Rng::new(99), 60, 100.0, 0.001))
     }
 
     fn history(rng: &mut Rng, cv: f64) -> NoiseModel {
@@ -235,27 +289,47 @@ mod tests {
             (v.kind, v.change_pct, v.p_value),
             (VerdictKind::NoChange, 0.0, Some(1.0))
         );
+        // Identical samples within each run: a certain shift, but without history nobody
+        // knows whether runs of the same code differ like this.
         let v = compare(&[5.0; 8], &[6.0; 8], Direction::Lower, &unknown, &s);
+        assert_eq!(v.kind, VerdictKind::Inconclusive, "{v:?}");
+        let quiet = quiet_history();
+        let v = compare(&[5.0; 8], &[6.0; 8], Direction::Lower, &quiet, &s);
         assert_eq!(v.kind, VerdictKind::Regression, "{v:?}");
-        let v = compare(&[0.0; 6], &[3.0; 6], Direction::Lower, &unknown, &s);
+        let v = compare(&[0.0; 6], &[3.0; 6], Direction::Lower, &quiet, &s);
         assert_eq!((v.kind, v.change_pct), (VerdictKind::Regression, 100.0));
-        let v = compare(&[0.0; 6], &[0.0; 6], Direction::Lower, &unknown, &s);
+        let v = compare(&[0.0; 6], &[0.0; 6], Direction::Lower, &quiet, &s);
         assert_eq!((v.kind, v.change_pct), (VerdictKind::NoChange, 0.0));
     }
 
     #[test]
     fn extreme_and_negative_magnitudes_stay_finite() {
         let s = Sensitivity::default();
-        let unknown = NoiseModel::unknown();
-        let v = compare(&[1e300; 6], &[2e300; 6], Direction::Lower, &unknown, &s);
+        let quiet = quiet_history();
+        let v = compare(&[1e300; 6], &[2e300; 6], Direction::Lower, &quiet, &s);
         assert_eq!((v.kind, v.change_pct), (VerdictKind::Regression, 100.0));
-        let v = compare(&[-1e308; 6], &[1e308; 6], Direction::Lower, &unknown, &s);
+        let v = compare(&[-1e308; 6], &[1e308; 6], Direction::Lower, &quiet, &s);
         assert!(v.change_pct.is_finite() && v.ci_low_pct.is_finite() && v.ci_high_pct.is_finite());
+        assert!(v.threshold_pct.is_finite() && v.noise_pct.is_finite());
         // Negative metric, higher is better: −100 → −110 got worse.
-        let v = compare(&[-100.0; 6], &[-110.0; 6], Direction::Higher, &unknown, &s);
+        let v = compare(&[-100.0; 6], &[-110.0; 6], Direction::Higher, &quiet, &s);
         assert_eq!((v.kind, v.change_pct), (VerdictKind::Regression, -10.0));
-        let tiny = compare(&[1e-300; 6], &[1.1e-300; 6], Direction::Lower, &unknown, &s);
+        let tiny = compare(&[1e-300; 6], &[1.1e-300; 6], Direction::Lower, &quiet, &s);
         assert!((tiny.change_pct - 10.0).abs() < 1e-6, "{tiny:?}");
+    }
+
+    #[test]
+    fn short_histories_get_wider_thresholds() {
+        let mut rng = Rng::new(5);
+        let long = noise_model(&noisy(&mut rng, 200, 100.0, 0.01));
+        let short = noise_model(&noisy(&mut rng, 12, 100.0, 0.01));
+        let s = Sensitivity::default();
+        let at_long = compare(&[100.0], &[110.0], Direction::Lower, &long, &s);
+        let at_short = compare(&[100.0], &[110.0], Direction::Lower, &short, &s);
+        let k_long = at_long.threshold_pct / at_long.noise_pct;
+        let k_short = at_short.threshold_pct / at_short.noise_pct;
+        assert!(k_long > 4.0 && k_long < 4.4, "{at_long:?}");
+        assert!(k_short > 2.0 * k_long, "{at_short:?}");
     }
 
     #[test]

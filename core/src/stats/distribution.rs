@@ -216,8 +216,17 @@ pub fn students_t_cdf(t: f64, df: f64) -> f64 {
     students_t_sf(-t, df)
 }
 
-/// The t with `students_t_cdf(t, df) == p`, found by bisection on the tail probability so it
-/// stays precise for p close to 0 or 1.
+/// Density of Student's t with `df` degrees of freedom.
+fn students_t_pdf(t: f64, df: f64) -> f64 {
+    let log_norm = ln_gamma((df + 1.0) / 2.0) - ln_gamma(df / 2.0) - 0.5 * (df * PI).ln();
+    (log_norm - (df + 1.0) / 2.0 * (t * t / df).ln_1p()).exp()
+}
+
+/// The t with `students_t_cdf(t, df) == p`.
+///
+/// Newton steps on ln P(T > t), which is smooth and nearly linear in the tail, starting from
+/// the normal quantile; a bracket kept around the root falls back to bisection whenever a
+/// step would leave it, so it always converges, precisely even for p close to 0 or 1.
 pub fn students_t_quantile(p: f64, df: f64) -> f64 {
     if !(0.0..=1.0).contains(&p) || p.is_nan() || df.is_nan() || df <= 0.0 {
         return f64::NAN;
@@ -232,28 +241,40 @@ pub fn students_t_quantile(p: f64, df: f64) -> f64 {
     if upper_tail == 0.0 {
         return f64::INFINITY;
     }
-    // Bracket by doubling, then bisect: sf is monotone, so this always converges.
+    let target = upper_tail.ln();
+    // Bracket: sf(low) > upper_tail ≥ sf(high).
     let mut low = 0.0;
     let mut high = normal_quantile(p).max(1.0);
     while students_t_sf(high, df) > upper_tail {
         low = high;
-        high *= 2.0;
+        high *= 4.0;
         if high > 1e300 {
             return f64::INFINITY;
         }
     }
-    for _ in 0..200 {
-        let mid = 0.5 * (low + high);
-        if students_t_sf(mid, df) > upper_tail {
-            low = mid;
+    let mut t = normal_quantile(p).clamp(low, high);
+    for _ in 0..100 {
+        let sf = students_t_sf(t, df);
+        if sf > upper_tail {
+            low = t;
         } else {
-            high = mid;
+            high = t;
         }
-        if high - low <= 1e-13 * high {
+        let step = (sf.ln() - target) * sf / students_t_pdf(t, df);
+        if step.abs() <= 1e-14 * t.abs() {
+            break;
+        }
+        let next = t + step;
+        t = if next.is_finite() && next > low && next < high {
+            next
+        } else {
+            0.5 * (low + high)
+        };
+        if high - low <= 1e-14 * high {
             break;
         }
     }
-    0.5 * (low + high)
+    t
 }
 
 #[cfg(test)]
@@ -313,6 +334,19 @@ mod tests {
         // With one degree of freedom t is Cauchy: P(T > 1) = 1/4 exactly.
         assert!(close(students_t_sf(1.0, 1.0), 0.25, 1e-12));
         assert!(close(students_t_cdf(0.0, 7.0), 0.5, 1e-12));
+    }
+
+    #[test]
+    fn students_t_quantile_inverts_the_tail_for_any_df() {
+        for df in [1.0, 2.0, 3.7, 10.0, 37.0, 1e5] {
+            for tail in [0.3, 0.025, 1e-3, 3.17e-5, 1e-9] {
+                let t = students_t_quantile(1.0 - tail, df);
+                assert!(
+                    close(students_t_sf(t, df), tail, 1e-7),
+                    "df {df} tail {tail} t {t}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -51,7 +51,9 @@ pub struct NoiseModel {
     /// Typical magnitude of the series (median of |value|), the reference for percentages.
     pub level: f64,
     /// Robust standard deviation of the change from one commit to the next, in the metric's
-    /// unit: 1.4826 × the median absolute deviation of consecutive differences. Steps and
+    /// unit, from the consecutive differences: the larger of two normal-matched estimates,
+    /// one at the median of their absolute deviations (1.4826 × MAD) and one at the 90th
+    /// percentile, so that bimodal or heavy-tailed noise is not underestimated. Steps and
     /// spikes touch only a few differences, so they barely move it.
     pub between_commit_sd: f64,
     /// `between_commit_sd` as a percentage of `level` (0 when the level is 0).
@@ -123,7 +125,7 @@ pub fn noise_model(series: &[CommitObservation]) -> NoiseModel {
     let level = median_in_place(&mut magnitudes);
     // Halved differences cannot overflow, whatever the magnitudes.
     let mut half_changes: Vec<f64> = values.windows(2).map(|w| w[1] / 2.0 - w[0] / 2.0).collect();
-    let between_commit_sd = (2.0 * robust_sd(&mut half_changes)).min(f64::MAX);
+    let between_commit_sd = (2.0 * tail_matched_sd(&mut half_changes)).min(f64::MAX);
 
     let mut within_cvs = Vec::new();
     let mut sample_counts = Vec::with_capacity(series.len());
@@ -186,6 +188,24 @@ pub(crate) fn robust_sd(values: &mut [f64]) -> f64 {
     (sd * scale).min(f64::MAX)
 }
 
+/// The larger of 1.4826 × MAD and the 90th percentile of absolute deviations from the
+/// median over 1.6449 (both equal σ for normal data). Reorders `values`.
+pub(crate) fn tail_matched_sd(values: &mut [f64]) -> f64 {
+    let scale = values.iter().fold(0.0, |m: f64, v| m.max(v.abs()));
+    if values.len() < 2 || scale == 0.0 || !scale.is_finite() {
+        return robust_sd(values);
+    }
+    let center = median(values);
+    let mut deviations: Vec<f64> = values
+        .iter()
+        .map(|v| (v / scale - center / scale).abs())
+        .collect();
+    let rank = ((deviations.len() - 1) as f64 * 0.9).round() as usize;
+    let (_, q90, _) = deviations.select_nth_unstable_by(rank, f64::total_cmp);
+    let tail_based = (*q90 / 1.644_853_626_951_472 * scale).min(f64::MAX);
+    robust_sd(values).max(tail_based)
+}
+
 /// Spread of the samples of one run: the robust estimate when there are enough samples for
 /// it to be stable, the ordinary one otherwise (a MAD of three values is mostly luck).
 pub(crate) fn within_run_sd(samples: &[f64]) -> f64 {
@@ -237,6 +257,28 @@ mod tests {
         let model = noise_model(&series(&values));
         assert!(
             (model.between_commit_sd / 1.414 - 1.0).abs() < 0.2,
+            "{model:?}"
+        );
+    }
+
+    #[test]
+    fn bimodal_noise_is_not_underestimated() {
+        // 30 % of commits land in a second mode 5σ away: consecutive differences have a
+        // standard deviation of √(2 + 2·0.21·25)·σ = 3.55σ. The MAD alone says about 3.2σ;
+        // the 90th-percentile match sees the tails.
+        let mut rng = Rng::new(11);
+        let values: Vec<f64> = (0..3000)
+            .map(|_| 100.0 + rng.normal() + if rng.uniform() < 0.3 { 5.0 } else { 0.0 })
+            .collect();
+        let model = noise_model(&series(&values));
+        let mut changes: Vec<f64> = values.windows(2).map(|w| w[1] - w[0]).collect();
+        let mad_based = robust_sd(&mut changes);
+        assert!(
+            model.between_commit_sd > 1.1 * mad_based,
+            "{model:?} vs {mad_based}"
+        );
+        assert!(
+            (model.between_commit_sd / 3.55 - 1.0).abs() < 0.1,
             "{model:?}"
         );
     }

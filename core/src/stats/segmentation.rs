@@ -23,10 +23,6 @@ impl PrefixSums {
         Self(sums)
     }
 
-    fn mean(&self, start: usize, end: usize) -> f64 {
-        (self.0[end] - self.0[start]) / (end - start) as f64
-    }
-
     /// The split of `[start, end)` with at least `min_len` values on each side that
     /// maximizes the standardized CUSUM statistic √(l·r/(l+r))·|mean_left − mean_right|
     /// (in units of the values' standard deviation), as (position, statistic).
@@ -40,17 +36,20 @@ impl PrefixSums {
             return None;
         }
         let total = (end - start) as f64;
+        let sum = self.0[end] - self.0[start];
+        // The statistic squared is (S_l·r − S_r·l)² / (l·r·(l+r)) with S_r = sum − S_l,
+        // i.e. (S_l·(l+r) − sum·l)² / (l·r·(l+r)): one division per split, no square root.
         let mut best = (start + min_len, f64::NEG_INFINITY);
         for split in start + min_len..=end - min_len {
             let left = (split - start) as f64;
             let right = total - left;
-            let statistic = (left * right / total).sqrt()
-                * (self.mean(start, split) - self.mean(split, end)).abs();
-            if statistic > best.1 {
-                best = (split, statistic);
+            let contrast = (self.0[split] - self.0[start]) * total - sum * left;
+            let squared = contrast * contrast / (left * right * total);
+            if squared > best.1 {
+                best = (split, squared);
             }
         }
-        Some(best)
+        Some((best.0, best.1.sqrt()))
     }
 }
 
@@ -66,28 +65,40 @@ pub(crate) fn suppress_short_excursions(
     min_len: usize,
     threshold: f64,
 ) -> Vec<f64> {
-    let reach = min_len.saturating_sub(1);
     let n = values.len();
-    let width = (2 * reach + 1).min(n);
-    let mut window = Vec::with_capacity(width);
-    values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            // Near the ends the window keeps its width by shifting inwards, so a short run
-            // at the very end is a minority too.
-            let start = i.saturating_sub(reach).min(n - width);
-            window.clear();
-            window.extend_from_slice(&values[start..start + width]);
-            let middle = width / 2;
-            let (_, local, _) = window.select_nth_unstable_by(middle, f64::total_cmp);
-            if (v - *local).abs() > threshold {
-                *local
-            } else {
-                v
-            }
-        })
-        .collect()
+    let width = (2 * min_len.saturating_sub(1) + 1).min(n);
+    if width == 0 {
+        return Vec::new();
+    }
+    // Near the ends the window keeps its width by shifting inwards, so a short run at the
+    // very end is a minority too. The window is kept sorted as it slides.
+    let mut window: Vec<f64> = values[..width].to_vec();
+    window.sort_unstable_by(f64::total_cmp);
+    let mut start = 0;
+    let mut filtered = Vec::with_capacity(n);
+    for (i, &v) in values.iter().enumerate() {
+        let wanted = i.saturating_sub(width / 2).min(n - width);
+        while start < wanted {
+            let leaving = values[start];
+            let at = window
+                .binary_search_by(|probe| probe.total_cmp(&leaving))
+                .unwrap_or_else(|at| at);
+            window.remove(at);
+            let entering = values[start + width];
+            let at = window
+                .binary_search_by(|probe| probe.total_cmp(&entering))
+                .unwrap_or_else(|at| at);
+            window.insert(at, entering);
+            start += 1;
+        }
+        let local = window[width / 2];
+        filtered.push(if (v - local).abs() > threshold {
+            local
+        } else {
+            v
+        });
+    }
+    filtered
 }
 
 /// Candidate change points (first index of each new segment, ascending, at least `min_len`

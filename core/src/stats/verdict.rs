@@ -67,7 +67,9 @@ pub struct Verdict {
     pub p_value: Option<f64>,
     /// Commit-to-commit noise of the series at this baseline, in percent (0 if unknown).
     pub noise_pct: f64,
-    /// Smallest change that counts: max(min_effect_pct, noise_multiplier × noise_pct).
+    /// Smallest change that counts: max(min_effect_pct, k × noise_pct), where k is
+    /// `noise_multiplier` widened to the t quantile of the same tail probability for the
+    /// uncertainty of the noise estimate (short histories get wider margins).
     pub threshold_pct: f64,
     pub base_samples: usize,
     pub head_samples: usize,
