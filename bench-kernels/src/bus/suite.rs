@@ -77,9 +77,9 @@ struct Effort {
 fn effort(context: &RunContext) -> Effort {
     if context.quick {
         Effort {
-            repetitions: 15,
-            per_repetition: Duration::from_millis(15),
-            bursts_per_repetition: 40,
+            repetitions: 11,
+            per_repetition: Duration::from_millis(10),
+            bursts_per_repetition: 30,
         }
     } else {
         Effort {

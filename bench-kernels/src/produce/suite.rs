@@ -129,7 +129,7 @@ fn run_case(case: &Case, context: &RunContext) -> Result<BenchmarkResult, Kernel
         SyncPolicy::Group
     };
     let stop = if context.quick {
-        StopAfter::MessagesPerProducer((12_000 / case.concurrency as u64).clamp(150, 1_000))
+        StopAfter::MessagesPerProducer((8_000 / case.concurrency as u64).clamp(100, 600))
     } else {
         StopAfter::Duration(Duration::from_secs(5))
     };

@@ -113,8 +113,8 @@ struct Effort {
 fn effort(context: &RunContext) -> Effort {
     if context.quick {
         Effort {
-            repetitions: 11,
-            per_repetition: Duration::from_millis(15),
+            repetitions: 9,
+            per_repetition: Duration::from_millis(10),
             max_latency_iterations: 50_000,
         }
     } else {
