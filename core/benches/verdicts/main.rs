@@ -7,123 +7,19 @@
 
 mod generator;
 mod methods;
+mod scenarios;
 mod scorer;
+mod sweep;
 mod timing;
 
 use std::process::ExitCode;
 
-use kymo_core::model::Direction;
-use kymo_core::stats::{CommitObservation, Sensitivity, detect_change_points};
-
-use generator::{LEN, Labeled, Recipe, Rng, generate};
+use generator::{LEN, Labeled, Rng, generate};
 use methods::{Detection, Method};
-use scorer::{MARGIN, Tally, matches, score};
+use scenarios::{Scenario, scenarios};
+use scorer::{MARGIN, Tally, replayed_delay, score};
 
 const SERIES_PER_SCENARIO: usize = 150;
-/// Longest delay searched for when replaying a history commit by commit.
-const MAX_DELAY: usize = 60;
-
-struct Scenario {
-    name: &'static str,
-    recipe: Recipe,
-    /// Counted in the "steps ≥ 3σ" target.
-    three_sigma: bool,
-}
-
-const NONE: (usize, usize) = (0, 0);
-
-fn scenarios() -> Vec<Scenario> {
-    let base = Recipe {
-        steps: NONE,
-        min_snr: 0.0,
-        spikes: NONE,
-        drifts: NONE,
-        bimodal: false,
-        varied_samples: false,
-    };
-    vec![
-        Scenario {
-            name: "clean",
-            recipe: base,
-            three_sigma: false,
-        },
-        Scenario {
-            name: "clean, bimodal",
-            recipe: Recipe {
-                bimodal: true,
-                ..base
-            },
-            three_sigma: false,
-        },
-        Scenario {
-            name: "steps ≥ 3σ",
-            recipe: Recipe {
-                steps: (1, 4),
-                min_snr: 3.0,
-                ..base
-            },
-            three_sigma: true,
-        },
-        Scenario {
-            name: "spikes + steps ≥ 3σ",
-            recipe: Recipe {
-                steps: (1, 2),
-                min_snr: 3.0,
-                spikes: (2, 5),
-                ..base
-            },
-            three_sigma: true,
-        },
-        Scenario {
-            name: "bimodal + steps ≥ 3σ",
-            recipe: Recipe {
-                steps: (1, 4),
-                min_snr: 3.0,
-                bimodal: true,
-                ..base
-            },
-            three_sigma: true,
-        },
-        Scenario {
-            name: "1–30 samples + steps ≥ 3σ",
-            recipe: Recipe {
-                steps: (1, 4),
-                min_snr: 3.0,
-                varied_samples: true,
-                ..base
-            },
-            three_sigma: true,
-        },
-        Scenario {
-            name: "steps 1–50 % (any σ)",
-            recipe: Recipe {
-                steps: (1, 4),
-                ..base
-            },
-            three_sigma: false,
-        },
-        Scenario {
-            name: "slow drifts",
-            recipe: Recipe {
-                drifts: (1, 2),
-                ..base
-            },
-            three_sigma: false,
-        },
-        Scenario {
-            name: "everything",
-            recipe: Recipe {
-                steps: (1, 3),
-                spikes: (0, 3),
-                drifts: (0, 1),
-                bimodal: false,
-                varied_samples: true,
-                ..base
-            },
-            three_sigma: false,
-        },
-    ]
-}
 
 /// Commits after a step that `method` needs before it reports it.
 fn delay(method: Method, labeled: &Labeled, event: &generator::Event, found: &Detection) -> usize {
@@ -131,33 +27,6 @@ fn delay(method: Method, labeled: &Labeled, event: &generator::Event, found: &De
         return found.position.saturating_sub(event.start);
     }
     replayed_delay(|prefix| method.detect(prefix), labeled, event)
-}
-
-/// Replays history: the fewest commits after the change with which `detect`, given only
-/// the history up to then, reports it.
-fn replayed_delay(
-    detect: impl Fn(&[CommitObservation]) -> Vec<Detection>,
-    labeled: &Labeled,
-    event: &generator::Event,
-) -> usize {
-    (0..=MAX_DELAY)
-        .find(|k| {
-            let end = (event.start + k + 1).min(labeled.observations.len());
-            detect(&labeled.observations[..end])
-                .iter()
-                .any(|d| matches(event, d))
-        })
-        .unwrap_or(MAX_DELAY)
-}
-
-fn kymo_detections(series: &[CommitObservation], sensitivity: &Sensitivity) -> Vec<Detection> {
-    detect_change_points(series, Direction::Lower, sensitivity)
-        .into_iter()
-        .map(|c| Detection {
-            position: c.position,
-            rise: c.after > c.before,
-        })
-        .collect()
 }
 
 fn evaluate(scenario: &Scenario, index: usize) -> Vec<Tally> {
@@ -179,74 +48,7 @@ fn evaluate(scenario: &Scenario, index: usize) -> Vec<Tally> {
     tallies
 }
 
-/// kymo's change points at other settings, pooled like the summary.
-fn sweep(scenarios: &[Scenario]) {
-    println!("## Sensitivity sweep (kymo change points)\n");
-    println!(
-        "| min_segment_len | change_point_alpha | F1 all ≥ 3σ | F1 spikes | F1 all | \
-         FA/1k clean | FA/1k all | median delay |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    for min_segment_len in [3, 5, 8] {
-        for change_point_alpha in [1e-3, 1e-4, 1e-5] {
-            let sensitivity = Sensitivity {
-                min_segment_len,
-                change_point_alpha,
-                ..Sensitivity::default()
-            };
-            let mut pooled = [(); 4].map(|_| Tally::default());
-            for (index, scenario) in scenarios.iter().enumerate() {
-                for i in 0..SERIES_PER_SCENARIO {
-                    let mut rng = Rng::new(1_000_003 * index as u64 + i as u64);
-                    let labeled = generate(&mut rng, &scenario.recipe);
-                    let detections = kymo_detections(&labeled.observations, &sensitivity);
-                    let (mut tally, matched) = score(&labeled.events, &detections, LEN);
-                    for (event, found) in labeled.events.iter().zip(&matched) {
-                        if event.is_step && found.is_some() {
-                            let detect = |prefix: &[CommitObservation]| {
-                                kymo_detections(prefix, &sensitivity)
-                            };
-                            tally.delays.push(replayed_delay(detect, &labeled, event));
-                        }
-                    }
-                    let picks = [
-                        scenario.three_sigma,
-                        scenario.recipe.spikes.1 > 0,
-                        true,
-                        scenario.name.starts_with("clean"),
-                    ];
-                    for (sum, pick) in pooled.iter_mut().zip(picks) {
-                        if pick {
-                            sum.add(&tally);
-                        }
-                    }
-                }
-            }
-            let [three_sigma, spikes, all, clean] = &pooled;
-            let default = Sensitivity::default();
-            let marker = if (min_segment_len, change_point_alpha)
-                == (default.min_segment_len, default.change_point_alpha)
-            {
-                " (default)"
-            } else {
-                ""
-            };
-            println!(
-                "| {min_segment_len} | {change_point_alpha:e}{marker} | {} | {} | {} | {:.2} | {:.2} | {} |",
-                cell(three_sigma.f1()),
-                cell(spikes.f1()),
-                cell(all.f1()),
-                clean.false_alarms_per_1000(),
-                all.false_alarms_per_1000(),
-                all.median_delay()
-                    .map_or("–".to_owned(), |d| format!("{d:.0}")),
-            );
-        }
-    }
-    println!();
-}
-
-fn cell(value: Option<f64>) -> String {
+pub fn cell(value: Option<f64>) -> String {
     value.map_or("–".to_owned(), |v| format!("{v:.3}"))
 }
 
@@ -319,7 +121,7 @@ fn main() -> ExitCode {
     }
     println!();
 
-    sweep(&scenarios);
+    sweep::sweep(&scenarios);
 
     let (analysis, per_commit, found) = timing::run(10_000, 31);
     println!("## Speed\n");

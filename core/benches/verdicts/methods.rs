@@ -67,13 +67,7 @@ impl Method {
         let values: Vec<f64> = series.iter().map(|o| o.value).collect();
         let alerts: Vec<Option<bool>> = match self {
             Method::KymoChangePoints => {
-                return detect_change_points(series, Direction::Lower, &Sensitivity::default())
-                    .into_iter()
-                    .map(|c| Detection {
-                        position: c.position,
-                        rise: c.after > c.before,
-                    })
-                    .collect();
+                return kymo_detections(series, &Sensitivity::default());
             }
             Method::KymoPerCommit => kymo_per_commit(series),
             Method::BencherTTest => (0..values.len())
@@ -90,6 +84,17 @@ impl Method {
         };
         episodes(&alerts)
     }
+}
+
+/// kymo's change points as detections.
+pub fn kymo_detections(series: &[CommitObservation], sensitivity: &Sensitivity) -> Vec<Detection> {
+    detect_change_points(series, Direction::Lower, sensitivity)
+        .into_iter()
+        .map(|c| Detection {
+            position: c.position,
+            rise: c.after > c.before,
+        })
+        .collect()
 }
 
 /// Merges alerts on consecutive commits in the same direction into one detection.

@@ -1,12 +1,17 @@
 //! Scoring detections against the labeled changes: precision, recall, F1 within a margin of
 //! a few commits, false alarms per 1,000 commits, and detection delay.
 
-use crate::generator::Event;
+use kymo_core::stats::CommitObservation;
+
+use crate::generator::{Event, Labeled};
 use crate::methods::Detection;
 
 /// A detection counts for a change if it is this many commits from it or closer (for a drift:
 /// from anywhere in it) and goes the same way.
 pub const MARGIN: usize = 5;
+
+/// Longest delay searched for when replaying a history commit by commit.
+pub const MAX_DELAY: usize = 60;
 
 /// Counts for one method over some series.
 #[derive(Debug, Clone, Default)]
@@ -112,6 +117,23 @@ pub fn score(
         }
     }
     (tally, matched)
+}
+
+/// Replays history: the fewest commits after the change with which `detect`, given only
+/// the history up to then, reports it.
+pub fn replayed_delay(
+    detect: impl Fn(&[CommitObservation]) -> Vec<Detection>,
+    labeled: &Labeled,
+    event: &Event,
+) -> usize {
+    (0..=MAX_DELAY)
+        .find(|k| {
+            let end = (event.start + k + 1).min(labeled.observations.len());
+            detect(&labeled.observations[..end])
+                .iter()
+                .any(|d| matches(event, d))
+        })
+        .unwrap_or(MAX_DELAY)
 }
 
 /// Checks of the scorer itself, run before every evaluation (the bench has no test harness)

@@ -20,7 +20,7 @@ use crate::model::Direction;
 
 use super::distribution::normal_quantile;
 use super::mann_whitney::{mann_whitney, shift_interval};
-use super::noise::{CommitObservation, robust_sd};
+use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median, median_in_place};
 use super::segmentation::{PrefixSums, seeded_candidates, suppress_short_excursions};
 use super::sensitivity::Sensitivity;
@@ -47,7 +47,8 @@ pub struct ChangePoint {
     pub ci_high_pct: f64,
     /// Two-sided Mann-Whitney p-value between the two sides.
     pub p_value: f64,
-    /// Commit-to-commit noise of the series, in percent of `before`.
+    /// Commit-to-commit noise of the series (as in [`super::NoiseModel`]), in percent of
+    /// `before`.
     pub noise_pct: f64,
     /// Length of the segment ending just before the change.
     pub segment_before: usize,
@@ -88,7 +89,7 @@ pub fn detect_change_points(
     let scaled: Vec<f64> = values.iter().map(|v| v / magnitude).collect();
     let mut changes: Vec<f64> = scaled.windows(2).map(|w| w[1] - w[0]).collect();
     // The spread of one value is that of a difference of two, over √2.
-    let sd = robust_sd(&mut changes) / std::f64::consts::SQRT_2;
+    let sd = robust_sd(&mut changes.clone()) / std::f64::consts::SQRT_2;
     if sd == 0.0 {
         return Vec::new();
     }
@@ -143,7 +144,8 @@ pub fn detect_change_points(
         }
     }
 
-    let sd_abs = sd * magnitude * std::f64::consts::SQRT_2;
+    // Reported like the noise model's commit-to-commit spread, so the numbers agree.
+    let noise_abs = (tail_matched_sd(&mut changes) * magnitude).min(f64::MAX);
     splits
         .iter()
         .zip(evidence)
@@ -168,7 +170,7 @@ pub fn detect_change_points(
                 ci_low_pct: reference.percent(low),
                 ci_high_pct: reference.percent(high),
                 p_value: e.p_value,
-                noise_pct: reference.percent(sd_abs).abs(),
+                noise_pct: reference.percent(noise_abs).abs(),
                 segment_before: at - previous,
                 segment_after: next - at,
                 evidence_before: at - e.window.0,
