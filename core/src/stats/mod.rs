@@ -5,7 +5,7 @@
 //!
 //! - **How noisy is it?** [`noise_model`] measures the spread within runs and, robustly, the
 //!   spread between consecutive commits.
-//! - **Did this commit change anything?** [`compare`] tests a commit against a baseline:
+//! - **Did this commit change anything?** [`compare()`] tests a commit against a baseline:
 //!   Mann-Whitney on samples (or the history's noise for single values), plus a minimum
 //!   effect of `noise_multiplier` × the commit-to-commit noise.
 //! - **Where did the history change?** [`detect_change_points`] finds shifts of level that
