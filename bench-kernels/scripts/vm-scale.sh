@@ -3,7 +3,7 @@
 # (16 series x 3 tiers) and recording every tick of a four-phase guest workload.
 #
 # Launches `kymo-kernels vmm` N times with a staggered start (100 ms per VM, 500 ms more
-# every 10th), samples each VMM's VmRSS from /proc/PID/status, and reports per N: VMs that
+# every 10th), samples each VMM's VmRSS from /proc/PID/status every second, and reports per N: VMs that
 # succeeded, peak total RSS, store bytes per VM (apparent and on disk), extra processes
 # (anything but the VMMs and this script's own sleeps), wall time, and the mode that ran
 # (kvm, or process where /dev/kvm is not usable).
@@ -39,16 +39,25 @@ if [[ -z "$bin" ]]; then
 fi
 [[ -x "$bin" ]] || { echo "vm-scale: $bin is not executable" >&2; exit 1; }
 
-rss_kb() { # VmRSS of one pid in kB, 0 once it has exited
-    awk '/^VmRSS:/ { print $2; found = 1 } END { if (!found) print 0 }' "/proc/$1/status" 2>/dev/null || echo 0
+rss_kb() { # VmRSS of one pid in kB, 0 once it has exited; builtins only, no fork per pid
+    local key value _
+    while read -r key value _; do
+        if [[ "$key" == "VmRSS:" ]]; then
+            echo "$value"
+            return
+        fi
+    done 2>/dev/null <"/proc/$1/status" || true
+    echo 0
 }
 
 self_comm="$(cat /proc/$$/comm)"
 extra_processes() { # children of this script other than the VMMs and its own helpers
-    local count=0 pid comm
-    for pid in $(pgrep -P $$ || true); do
-        comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
-        case "$comm" in kymo-kernels|sleep|pgrep|cat|"$self_comm"|"") ;; *) count=$((count + 1)) ;; esac
+    local count=0 stat pid comm rest ppid
+    for stat in /proc/[0-9]*/stat; do
+        read -r pid comm rest 2>/dev/null <"$stat" || continue
+        read -r _ ppid _ <<<"$rest"
+        [[ "$ppid" == "$$" ]] || continue
+        case "$comm" in "(kymo-kernels)"|"(sleep)"|"($self_comm)") ;; *) count=$((count + 1)) ;; esac
     done
     echo "$count"
 }
@@ -74,15 +83,17 @@ for n in $vms; do
             --store "$work/vm$i.store" >"$work/vm$i.json" 2>"$work/vm$i.err" &
         pids+=($!)
         sleep 0.1
-        ((i % 10 == 0)) && sleep 0.5
-        sample
+        if ((i % 10 == 0)); then
+            sleep 0.5
+            sample
+        fi
     done
     while :; do
         alive=0
         for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=$((alive + 1)); done
         ((alive == 0)) && break
         sample
-        sleep 0.5
+        sleep 1
     done
     failed_waits=0
     for pid in "${pids[@]}"; do wait "$pid" || failed_waits=$((failed_waits + 1)); done
