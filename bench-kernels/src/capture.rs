@@ -18,9 +18,15 @@ use crate::runner::{RunContext, Suite, unknown};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Collector {
     /// Recorded inline by the VMM's event loop, starting with the VM.
-    Embedded { interval_ms: u64 },
+    Embedded {
+        /// Milliseconds between two recorded points.
+        interval_ms: u64,
+    },
     /// Polled from outside on its own schedule, offset by a phase.
-    Scrape { interval_ms: u64 },
+    Scrape {
+        /// Milliseconds between two scrapes.
+        interval_ms: u64,
+    },
 }
 
 impl Collector {
@@ -82,8 +88,11 @@ pub fn simulate(lifetime_ms: u64, collector: Collector, phase_ms: u64) -> u64 {
 /// The points a collector captures over every phase alignment.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CaptureOutcome {
+    /// Mean points over all phases.
     pub mean: f64,
+    /// Points at the best phase.
     pub best: u64,
+    /// Points at the worst phase.
     pub worst: u64,
 }
 

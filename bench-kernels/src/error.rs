@@ -8,8 +8,10 @@ pub enum KernelError {
     /// An operating-system call failed; `context` says what we were doing.
     #[error("{context}: {source}")]
     Io {
+        /// What we were doing.
         context: String,
         #[source]
+        /// What the operating system said.
         source: io::Error,
     },
     /// The variants file or a variant flag could not be understood.
@@ -17,7 +19,10 @@ pub enum KernelError {
     Variants(String),
     /// A metrics store was asked for more series than its file was laid out for.
     #[error("metrics store is full: it holds {capacity} series")]
-    StoreFull { capacity: usize },
+    StoreFull {
+        /// Series the store was laid out for.
+        capacity: usize,
+    },
     /// Bytes on disk or on the wire do not follow the format.
     #[error("corrupt data: {0}")]
     Corrupt(String),

@@ -9,6 +9,8 @@
 //! can make a kernel really slower. It must not know about kymo's server, worker or
 //! storage: its only contract with them is the kymo JSON document and [`run_cli`].
 
+#![warn(missing_docs)]
+
 pub mod bus;
 pub mod capture;
 mod cli;

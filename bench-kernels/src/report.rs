@@ -25,7 +25,9 @@ pub struct Report {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
+    /// Smaller is better (time, latency).
     Lower,
+    /// Larger is better (throughput).
     Higher,
 }
 
@@ -46,12 +48,17 @@ pub struct BenchmarkResult {
 /// One measured quantity: a value, raw samples, a latency histogram, or several of these.
 #[derive(Debug, Clone, Serialize)]
 pub struct Metric {
+    /// What is measured, e.g. `time`.
     pub name: String,
+    /// Its unit, e.g. `ns`.
     pub unit: String,
+    /// Which way is better.
     pub direction: Direction,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// One figure.
     pub value: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Repetitions of the measurement.
     pub samples: Option<Vec<f64>>,
     /// Base64 of the HdrHistogram V2 serialization.
     #[serde(skip_serializing_if = "Option::is_none")]

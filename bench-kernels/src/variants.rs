@@ -15,12 +15,16 @@ use crate::error::KernelError;
 #[serde(deny_unknown_fields)]
 pub struct Variants {
     #[serde(default)]
+    /// `[bus]`.
     pub bus: BusVariant,
     #[serde(default)]
+    /// `[log_read]`.
     pub log_read: LogReadVariant,
     #[serde(default)]
+    /// `[fair_queue]`.
     pub fair_queue: FairQueueVariant,
     #[serde(default)]
+    /// `[ring]`.
     pub ring: RingVariant,
 }
 
@@ -29,10 +33,13 @@ pub struct Variants {
 #[serde(deny_unknown_fields)]
 pub struct BusVariant {
     #[serde(default)]
+    /// Which backend.
     pub backend: BusBackend,
     #[serde(default)]
+    /// When subscribers are woken.
     pub wake: WakeMode,
     #[serde(default)]
+    /// How bursts are published.
     pub publish: PublishMode,
 }
 
@@ -41,6 +48,7 @@ pub struct BusVariant {
 #[serde(deny_unknown_fields)]
 pub struct LogReadVariant {
     #[serde(default)]
+    /// How sealed segments are read.
     pub sealed_reader: SealedReader,
 }
 
@@ -49,6 +57,7 @@ pub struct LogReadVariant {
 #[serde(deny_unknown_fields)]
 pub struct FairQueueVariant {
     #[serde(default)]
+    /// The scheduler under test.
     pub scheduler: SchedulerKind,
 }
 
@@ -57,6 +66,7 @@ pub struct FairQueueVariant {
 #[serde(deny_unknown_fields)]
 pub struct RingVariant {
     #[serde(default)]
+    /// How `record()` writes.
     pub store: StoreKind,
 }
 

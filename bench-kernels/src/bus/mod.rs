@@ -72,7 +72,9 @@ pub trait BusReceiver<T> {
 /// so that a clone costs what a real event's clone costs (an atomic increment).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelEvent {
+    /// The topic, shared by reference count.
     pub topic: Arc<str>,
+    /// The publisher's sequence number.
     pub seq: u64,
 }
 

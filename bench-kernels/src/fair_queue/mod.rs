@@ -22,8 +22,11 @@ pub type TenantId = u32;
 /// A task's class; a higher class is always served first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Priority {
+    /// Served before everything else.
     High = 0,
+    /// The default class.
     Normal = 1,
+    /// Served when nothing else waits.
     Low = 2,
 }
 
@@ -36,11 +39,15 @@ impl Priority {
 /// owns (a virtual one in the scenarios), so results do not depend on the machine's speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Task {
+    /// Unique within a scenario, in arrival order.
     pub id: u64,
+    /// Who submitted it.
     pub tenant: TenantId,
+    /// Its class.
     pub priority: Priority,
     /// Deficit units this task consumes (and, in the scenarios, milliseconds of service).
     pub cost: u32,
+    /// When it arrived.
     pub enqueued_at_us: u64,
     /// After this instant the task is worthless and dropped as expired.
     pub deadline_us: Option<u64>,
@@ -58,7 +65,9 @@ pub enum Rejection {
 /// Backpressure limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Tasks the whole queue holds at most.
     pub max_global: usize,
+    /// Tasks one tenant holds at most.
     pub max_per_tenant: usize,
 }
 

@@ -45,11 +45,15 @@ impl ScenarioName {
 /// A scenario ready to run.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// Which scenario this is.
     pub name: ScenarioName,
     /// The write-up's base parameters: 2 workers, 4 shards, quantum 2, reject on full.
     pub workers: usize,
+    /// Scheduler shards.
     pub shards: usize,
+    /// Deficit credited per turn.
     pub quantum: u32,
+    /// Backpressure limits.
     pub limits: Limits,
     /// Every task, sorted by arrival.
     pub arrivals: Vec<Task>,

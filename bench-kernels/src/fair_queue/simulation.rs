@@ -14,9 +14,13 @@ const SERVICE_US_PER_COST: u64 = 1_000;
 /// What a simulated run produced.
 #[derive(Debug, Clone)]
 pub struct SimulationOutcome {
+    /// Tasks offered.
     pub submitted: u64,
+    /// Tasks refused by backpressure.
     pub rejected: u64,
+    /// Tasks served.
     pub completed: u64,
+    /// Tasks dropped past their deadline.
     pub expired: u64,
     /// Queue time (µs) of every completed task.
     pub queue_time_us: Histogram<u64>,

@@ -27,8 +27,11 @@ pub enum SyncPolicy {
 /// Broker settings.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
+    /// Where segment files go.
     pub dir: PathBuf,
+    /// Size at which a segment is rolled.
     pub segment_bytes: u64,
+    /// Durability before the ack.
     pub sync: SyncPolicy,
 }
 

@@ -27,31 +27,41 @@ pub enum StopAfter {
 /// What a producer run does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerConfig {
+    /// Producers, each on its own connection.
     pub concurrency: usize,
+    /// Bytes per message.
     pub message_size: usize,
+    /// Batch compression.
     pub codec: Codec,
     /// A batch is sent once it holds this many bytes of messages.
     pub batch_size: usize,
     /// ... or once its oldest message is this old.
     pub linger: Duration,
+    /// When the run ends.
     pub stop: StopAfter,
 }
 
 /// Counters the producers share, so that a progress line can be printed during a run.
 #[derive(Debug, Default)]
 pub struct LiveCounters {
+    /// Messages acknowledged so far.
     pub acked: AtomicU64,
+    /// Messages whose batch failed so far.
     pub failed: AtomicU64,
 }
 
 /// What a run produced.
 #[derive(Debug, Clone)]
 pub struct ProduceOutcome {
+    /// Messages acknowledged.
     pub acked: u64,
+    /// Messages whose batch failed.
     pub failed: u64,
+    /// Wall time of the run.
     pub elapsed: Duration,
     /// Per-message latency in microseconds.
     pub latency_us: Histogram<u64>,
+    /// Payload bytes acknowledged.
     pub bytes: u64,
 }
 

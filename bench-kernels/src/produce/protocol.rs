@@ -11,7 +11,9 @@ use crate::error::{IoContext, KernelError};
 /// Compression of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Codec {
+    /// Sent as is.
     None,
+    /// Snappy raw format.
     Snappy,
 }
 
@@ -46,8 +48,11 @@ pub const MAX_FRAME_BYTES: usize = 64 << 20;
 /// A produce request as the broker receives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceRequest {
+    /// Echoed in the response.
     pub correlation: u32,
+    /// How the batch is compressed.
     pub codec: Codec,
+    /// Messages in the batch.
     pub records: u32,
     /// The batch as sent (still compressed); the broker stores it as is.
     pub batch: Vec<u8>,
@@ -56,9 +61,11 @@ pub struct ProduceRequest {
 /// The broker's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProduceResponse {
+    /// The request's correlation id.
     pub correlation: u32,
     /// 0 for success.
     pub status: u8,
+    /// Offset of the batch's first message.
     pub base_offset: u64,
 }
 

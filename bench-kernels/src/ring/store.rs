@@ -30,7 +30,9 @@ const PAGE: usize = 4096;
 /// One resolution of the store: a ring of `slots` points, one per `resolution_ns`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tier {
+    /// Time one slot covers.
     pub resolution_ns: u64,
+    /// Slots in the ring.
     pub slots: u64,
 }
 

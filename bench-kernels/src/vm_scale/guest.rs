@@ -11,10 +11,15 @@ use crate::error::{IoContext, KernelError};
 /// A phase of the guest workload; its number is what the guest reads from the VMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Burn CPU between exits.
     CpuBurst = 0,
+    /// Halt until the next tick.
     Idle = 1,
+    /// Port I/O, one exit per access.
     Io = 2,
+    /// Some CPU, then one I/O.
     Mixed = 3,
+    /// The workload is over.
     Stop = 4,
 }
 

@@ -32,14 +32,23 @@ pub const SERIES: [&str; 16] = [
 /// Counters the guest loop keeps up to date.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TickCounters {
+    /// Every exit (or fallback step).
     pub exits_total: u64,
+    /// Port reads (the phase query).
     pub exits_io_in: u64,
+    /// Port writes.
     pub exits_io_out: u64,
+    /// Halts (idle phase).
     pub exits_hlt: u64,
+    /// CPU bursts completed.
     pub cpu_bursts: u64,
+    /// Device I/O operations.
     pub io_ops: u64,
+    /// The current phase's number.
     pub phase: u64,
+    /// Nanoseconds inside the guest.
     pub run_ns: u64,
+    /// Nanoseconds idle between ticks.
     pub idle_ns: u64,
 }
 
