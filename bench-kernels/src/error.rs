@@ -10,8 +10,8 @@ pub enum KernelError {
     Io {
         /// What we were doing.
         context: String,
-        #[source]
         /// What the operating system said.
+        #[source]
         source: io::Error,
     },
     /// The variants file or a variant flag could not be understood.

@@ -54,11 +54,11 @@ pub struct Metric {
     pub unit: String,
     /// Which way is better.
     pub direction: Direction,
-    #[serde(skip_serializing_if = "Option::is_none")]
     /// One figure.
-    pub value: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
     /// Repetitions of the measurement.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<Vec<f64>>,
     /// Base64 of the HdrHistogram V2 serialization.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -14,17 +14,17 @@ use crate::error::KernelError;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Variants {
-    #[serde(default)]
     /// `[bus]`.
+    #[serde(default)]
     pub bus: BusVariant,
-    #[serde(default)]
     /// `[log_read]`.
+    #[serde(default)]
     pub log_read: LogReadVariant,
-    #[serde(default)]
     /// `[fair_queue]`.
-    pub fair_queue: FairQueueVariant,
     #[serde(default)]
+    pub fair_queue: FairQueueVariant,
     /// `[ring]`.
+    #[serde(default)]
     pub ring: RingVariant,
 }
 
@@ -32,14 +32,14 @@ pub struct Variants {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BusVariant {
-    #[serde(default)]
     /// Which backend.
+    #[serde(default)]
     pub backend: BusBackend,
-    #[serde(default)]
     /// When subscribers are woken.
-    pub wake: WakeMode,
     #[serde(default)]
+    pub wake: WakeMode,
     /// How bursts are published.
+    #[serde(default)]
     pub publish: PublishMode,
 }
 
@@ -47,8 +47,8 @@ pub struct BusVariant {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogReadVariant {
-    #[serde(default)]
     /// How sealed segments are read.
+    #[serde(default)]
     pub sealed_reader: SealedReader,
 }
 
@@ -56,8 +56,8 @@ pub struct LogReadVariant {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FairQueueVariant {
-    #[serde(default)]
     /// The scheduler under test.
+    #[serde(default)]
     pub scheduler: SchedulerKind,
 }
 
@@ -65,8 +65,8 @@ pub struct FairQueueVariant {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RingVariant {
-    #[serde(default)]
     /// How `record()` writes.
+    #[serde(default)]
     pub store: StoreKind,
 }
 
