@@ -6,7 +6,35 @@
 //! the process itself otherwise; the output says which mode ran.
 
 mod guest;
+#[cfg(target_arch = "x86_64")]
 mod kvm;
+#[cfg(not(target_arch = "x86_64"))]
+mod kvm {
+    //! No KVM guest on this architecture: the guest is x86 real-mode code.
+
+    use std::time::Duration;
+
+    use super::recorder::TickRecorder;
+    use crate::error::KernelError;
+
+    /// Never: there is no guest for this architecture.
+    pub fn usable() -> bool {
+        false
+    }
+
+    /// Refuses: there is no guest for this architecture.
+    pub fn run_guest(
+        _memory_bytes: usize,
+        _duration: Duration,
+        _tick: Duration,
+        _recorder: &mut TickRecorder,
+    ) -> Result<u64, KernelError> {
+        Err(KernelError::Io {
+            context: "the KVM guest is x86 code".to_string(),
+            source: std::io::Error::from(std::io::ErrorKind::Unsupported),
+        })
+    }
+}
 mod recorder;
 
 use std::path::PathBuf;
