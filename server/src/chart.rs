@@ -1,20 +1,26 @@
 //! Benchmark trend graphs as inline SVG: one series (benchmark × metric × machine) over
 //! first-parent history.
 //!
-//! plotters draws the frame (axes, grid, value line, whiskers); the points are then appended by
-//! hand, because plotters cannot emit the `<a>` and `<title>` elements that make every point a
-//! link to its commit with a tooltip. The module is pure: data in, markup out.
+//! plotters draws the frame (axes, grid, noise band, value line, whiskers); the points and then
+//! the analysis overlays (levels, baseline, annotations, change markers) are appended by hand,
+//! because plotters cannot emit the `<a>` and `<title>` elements that make every point and
+//! change marker a link with a tooltip. The module is pure: data in, markup out.
 
+mod band;
 mod markup;
+mod overlay;
+mod scale;
 #[cfg(test)]
 mod tests;
-
-use std::fmt::Write as _;
 
 use plotters::coord::types::{RangedCoordf64, RangedCoordi64};
 use plotters::prelude::*;
 
-use markup::{push_escaped, push_number, push_root_tag, safe_href, without_control_chars};
+pub use band::BandPoint;
+use markup::{Placed, assemble, render_no_data, without_control_chars};
+use overlay::Frame;
+pub use overlay::{Annotation, Baseline, ChangeMarker, MarkerKind, Segment};
+use scale::{AxisFormat, y_range};
 
 /// Smallest accepted chart width in pixels: below it the label areas leave no room to plot.
 pub const MIN_WIDTH: u32 = 240;
@@ -22,12 +28,11 @@ pub const MIN_WIDTH: u32 = 240;
 pub const MIN_HEIGHT: u32 = 160;
 /// Largest accepted width or height in pixels; larger requests are mistakes, not charts.
 pub const MAX_SIDE: u32 = 10_000;
+/// Width given by [`TrendChart::new`]: a full-width chart on a benchmark page.
+pub const DEFAULT_WIDTH: u32 = 960;
+/// Height given by [`TrendChart::new`].
+pub const DEFAULT_HEIGHT: u32 = 320;
 
-/// The y range never spans less than this fraction of the values' magnitude, so that sub-percent
-/// jitter does not fill the chart like a step, while a 5 % step still fills most of it.
-const MIN_RELATIVE_SPAN: f64 = 0.01;
-/// Fraction of the data span added above and below, so points never sit on the frame.
-const Y_PADDING: f64 = 0.08;
 /// Values beyond this magnitude cannot be padded or differenced without overflowing to infinity.
 const MAX_MAGNITUDE: f64 = 1e300;
 /// Positions beyond 2^52 lose whole-number precision in plotters' `f64` mapping.
@@ -54,7 +59,11 @@ pub struct TrendPoint {
     pub href: String,
 }
 
-/// A trend graph to render: a titled series with its unit and the pixel size of the drawing.
+/// A trend graph to render: a titled series with its unit, the pixel size of the drawing and
+/// what the analysis found in it.
+///
+/// Start from [`TrendChart::new`] and add the rest with the `with_*` methods (or struct update
+/// syntax); every overlay is empty by default.
 #[derive(Debug, Clone, Copy)]
 pub struct TrendChart<'a> {
     /// Caption drawn above the plot and used as the accessible name.
@@ -67,6 +76,80 @@ pub struct TrendChart<'a> {
     pub width: u32,
     /// Height of the drawing in pixels.
     pub height: u32,
+    /// The noise band, drawn as a faint area behind the line; empty for none.
+    pub band: &'a [BandPoint],
+    /// Fitted levels, drawn as a step line; empty for none.
+    pub segments: &'a [Segment],
+    /// Change points, drawn as dashed lines with a linked marker at the top.
+    pub changes: &'a [ChangeMarker],
+    /// Environment changes, drawn as grey lines with a marker at the bottom.
+    pub annotations: &'a [Annotation],
+    /// A reference value drawn as a dashed horizontal line.
+    pub baseline: Option<Baseline<'a>>,
+}
+
+impl<'a> TrendChart<'a> {
+    /// A chart of `points` at [`DEFAULT_WIDTH`] × [`DEFAULT_HEIGHT`] without overlays.
+    pub fn new(title: &'a str, unit: &'a str, points: &'a [TrendPoint]) -> Self {
+        Self {
+            title,
+            unit,
+            points,
+            width: DEFAULT_WIDTH,
+            height: DEFAULT_HEIGHT,
+            band: &[],
+            segments: &[],
+            changes: &[],
+            annotations: &[],
+            baseline: None,
+        }
+    }
+
+    /// The same chart drawn at `width` × `height` pixels.
+    #[must_use]
+    pub fn with_size(self, width: u32, height: u32) -> Self {
+        Self {
+            width,
+            height,
+            ..self
+        }
+    }
+
+    /// The same chart with a noise band.
+    #[must_use]
+    pub fn with_band(self, band: &'a [BandPoint]) -> Self {
+        Self { band, ..self }
+    }
+
+    /// The same chart with the fitted levels.
+    #[must_use]
+    pub fn with_segments(self, segments: &'a [Segment]) -> Self {
+        Self { segments, ..self }
+    }
+
+    /// The same chart with change markers.
+    #[must_use]
+    pub fn with_changes(self, changes: &'a [ChangeMarker]) -> Self {
+        Self { changes, ..self }
+    }
+
+    /// The same chart with environment annotations.
+    #[must_use]
+    pub fn with_annotations(self, annotations: &'a [Annotation]) -> Self {
+        Self {
+            annotations,
+            ..self
+        }
+    }
+
+    /// The same chart with a baseline at `value`, labelled `label`.
+    #[must_use]
+    pub fn with_baseline(self, value: f64, label: &'a str) -> Self {
+        Self {
+            baseline: Some(Baseline { value, label }),
+            ..self
+        }
+    }
 }
 
 /// Why a trend graph could not be rendered.
@@ -92,6 +175,7 @@ pub enum ChartError {
 /// Each finite point becomes `<a href><title>short sha: value unit</title><circle/></a>`; points
 /// whose value is not finite (or beyond ±1e300) are skipped, and a series with none left renders
 /// a "no data yet" message. The SVG carries a `viewBox` and `width="100%"`, so it scales with its container.
+/// Overlays are drawn where they meet the commits shown; those entirely outside are left out.
 pub fn render_trend_svg(chart: &TrendChart) -> Result<String, ChartError> {
     let (width, height) = (chart.width, chart.height);
     if !(MIN_WIDTH..=MAX_SIDE).contains(&width) || !(MIN_HEIGHT..=MAX_SIDE).contains(&height) {
@@ -107,9 +191,14 @@ pub fn render_trend_svg(chart: &TrendChart) -> Result<String, ChartError> {
     render_points(chart, &points)
 }
 
-/// The x coordinate of a point, capped where an `f64` still counts whole commits exactly.
+/// The x coordinate of a point.
 fn x_of(point: &TrendPoint) -> i64 {
-    i64::try_from(point.position).map_or(MAX_POSITION, |x| x.min(MAX_POSITION))
+    x_of_position(point.position)
+}
+
+/// The x coordinate of a position, capped where an `f64` still counts whole commits exactly.
+fn x_of_position(position: usize) -> i64 {
+    i64::try_from(position).map_or(MAX_POSITION, |x| x.min(MAX_POSITION))
 }
 
 /// Whether a value can be placed on a linear axis without overflowing the range arithmetic.
@@ -128,83 +217,15 @@ fn whisker(point: &TrendPoint) -> Option<(f64, f64)> {
     Some((a.min(b), a.max(b)))
 }
 
-/// The y range: the data (values and whiskers) padded on both sides, never zero-based.
-fn y_range(points: &[&TrendPoint]) -> (f64, f64) {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for point in points {
-        let (a, b) = whisker(point).unwrap_or((point.value, point.value));
-        lo = lo.min(a.min(point.value));
-        hi = hi.max(b.max(point.value));
-    }
-    let mid = lo / 2.0 + hi / 2.0;
-    let min_span = if mid == 0.0 {
-        1.0
-    } else {
-        mid.abs() * MIN_RELATIVE_SPAN
-    };
-    let half = (hi - lo).max(min_span) * (0.5 + Y_PADDING);
-    (mid - half, mid + half)
-}
-
-/// How the y-axis labels are written: enough decimals to tell neighbouring ticks apart.
-#[derive(Debug, Clone, Copy)]
-struct AxisFormat {
-    scientific: bool,
-    decimals: usize,
-}
-
-impl AxisFormat {
-    fn for_range(lo: f64, hi: f64, labels: usize) -> Self {
-        let step_exp = ((hi - lo) / labels as f64).log10().floor() as i32;
-        let magnitude = lo.abs().max(hi.abs());
-        let scientific = !(1e-3..1e7).contains(&magnitude);
-        let decimals = if scientific {
-            magnitude.log10().floor() as i32 - step_exp
-        } else {
-            -step_exp
-        };
-        Self {
-            scientific,
-            decimals: decimals.clamp(0, 12) as usize,
-        }
-    }
-
-    fn format(self, value: f64) -> String {
-        let decimals = self.decimals;
-        if self.scientific {
-            format!("{value:.decimals$e}")
-        } else {
-            format!("{value:.decimals$}")
-        }
-    }
-}
-
-fn render_no_data(chart: &TrendChart) -> String {
-    let mut svg = String::with_capacity(512);
-    push_root_tag(&mut svg, chart, "no data yet");
-    let (x, y) = (chart.width / 2, chart.height / 2);
-    let _ = write!(
-        svg,
-        "<text x=\"{x}\" y=\"{y}\" text-anchor=\"middle\" font-family=\"sans-serif\" \
-         font-size=\"14\" fill=\"#666666\">no data yet</text>\n</svg>\n"
-    );
-    svg
-}
-
-/// A point mapped to pixels, ready for its link.
-struct Placed<'p> {
-    point: &'p TrendPoint,
-    x: i32,
-    y: i32,
-}
-
 fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, ChartError> {
     let first = x_of(points[0]);
     let last = x_of(points[points.len() - 1]);
     // Integer x keeps the ticks on whole commits; the padding keeps end points off the axes.
     let x_pad = ((last - first) / 50).max(1);
     let x_range = (first - x_pad)..(last + x_pad);
-    let (y_lo, y_hi) = y_range(points);
+    let band = band::band_extent(chart.band, first, last);
+    let baseline = chart.baseline.map(|b| b.value).filter(|v| plottable(*v));
+    let (y_lo, y_hi) = y_range(points, band, baseline);
     let y_labels = (chart.height / 50).clamp(3, 10) as usize;
     let x_labels = (chart.width / 60).clamp(4, 15) as usize;
     let y_format = AxisFormat::for_range(y_lo, y_hi, y_labels);
@@ -219,6 +240,7 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
     };
 
     let mut body = String::with_capacity(8192 + points.len() * 160);
+    let mut overlays = String::new();
     let (placed, spacing) = {
         let root =
             SVGBackend::with_string(&mut body, (chart.width, chart.height)).into_drawing_area();
@@ -231,7 +253,7 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(y_label_area)
-            .build_cartesian_2d(x_range, y_lo..y_hi)
+            .build_cartesian_2d(x_range.clone(), y_lo..y_hi)
             .map_err(draw_error)?;
         let x_label = |p: &i64| {
             if (first..=last).contains(p) {
@@ -263,7 +285,23 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
         } else {
             f64::INFINITY
         };
+        draw_band(&mut plot, chart.band, (first, last))?;
         draw_series(&mut plot, points, spacing)?;
+        let to_px = |x: i64, y: f64| plot.backend_coord(&(x, y));
+        let (left, top) = to_px(x_range.start, y_hi);
+        let (right, bottom) = to_px(x_range.end, y_lo);
+        let frame = Frame {
+            first,
+            last,
+            y_lo,
+            y_hi,
+            left,
+            right,
+            top,
+            bottom,
+            to_px: &to_px,
+        };
+        push_overlays(&mut overlays, chart, &frame);
         let placed: Vec<Placed> = points
             .iter()
             .map(|point| {
@@ -274,10 +312,35 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
         root.present().map_err(draw_error)?;
         (placed, spacing)
     };
-    Ok(assemble(chart, &body, &placed, spacing))
+    let changes = overlay::change_counts(chart.changes, first, last);
+    Ok(assemble(chart, &body, &overlays, changes, &placed, spacing))
+}
+
+/// The hand-written overlays, from the back: levels, baseline, annotations, then changes (whose
+/// markers are links, so they stay above the other lines).
+fn push_overlays(out: &mut String, chart: &TrendChart, frame: &Frame) {
+    overlay::push_segments(out, chart.segments, frame);
+    if let Some(baseline) = &chart.baseline {
+        overlay::push_baseline(out, baseline, chart.unit, frame);
+    }
+    overlay::push_annotations(out, chart.annotations, frame);
+    overlay::push_changes(out, chart.changes, frame);
 }
 
 type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordi64, RangedCoordf64>>;
+
+/// The noise band, before anything else so that the series is drawn over it.
+fn draw_band(plot: &mut Plot, band: &[BandPoint], shown: (i64, i64)) -> Result<(), ChartError> {
+    let style = LINE_COLOR.mix(band::BAND_OPACITY).filled();
+    let polygons = band::band_polygons(band, shown);
+    plot.draw_series(
+        polygons
+            .into_iter()
+            .map(|outline| Polygon::new(outline, style)),
+    )
+    .map_err(draw_error)?;
+    Ok(())
+}
 
 /// Whiskers first, then the line over them; the linked circles are added later on top.
 fn draw_series(plot: &mut Plot, points: &[&TrendPoint], spacing: f64) -> Result<(), ChartError> {
@@ -303,61 +366,6 @@ fn draw_series(plot: &mut Plot, points: &[&TrendPoint], spacing: f64) -> Result<
     plot.draw_series(LineSeries::new(line, LINE_COLOR.stroke_width(2)))
         .map_err(draw_error)?;
     Ok(())
-}
-
-/// Replaces plotters' fixed-size root tag with a scalable, labelled one and appends the links.
-fn assemble(chart: &TrendChart, body: &str, placed: &[Placed], spacing: f64) -> String {
-    // plotters writes `<svg ...>\n` first and `</svg>\n` last; only what lies between is kept.
-    let inner_start = body.find(">\n").map_or(0, |i| i + 2);
-    let inner_end = body.rfind("</svg>").unwrap_or(body.len()).max(inner_start);
-    let link_bytes: usize = placed.iter().map(|p| p.point.href.len() + 120).sum();
-    let mut svg = String::with_capacity(body.len() + link_bytes + 512);
-    let summary = match placed.len() {
-        1 => "1 commit".to_owned(),
-        n => format!("{n} commits"),
-    };
-    push_root_tag(&mut svg, chart, &summary);
-    svg.push_str(&body[inner_start..inner_end]);
-    let radius = if spacing >= 8.0 {
-        "3.5"
-    } else if spacing >= 3.0 {
-        "2.5"
-    } else {
-        "1.5"
-    };
-    svg.push_str("<g class=\"points\" fill=\"#1F77B4\" stroke=\"#FFFFFF\" stroke-width=\"1\">\n");
-    for Placed { point, x, y } in placed {
-        svg.push_str("<a href=\"");
-        push_escaped(&mut svg, safe_href(&point.href));
-        svg.push_str("\"><title>");
-        push_escaped(&mut svg, point.sha.get(..10).unwrap_or(&point.sha));
-        svg.push_str(": ");
-        push_number(&mut svg, point.value);
-        if !chart.unit.is_empty() {
-            svg.push(' ');
-            push_escaped(&mut svg, chart.unit);
-        }
-        if let Some((lo, hi)) = whisker(point) {
-            svg.push_str(" (");
-            push_number(&mut svg, lo);
-            svg.push_str(" to ");
-            push_number(&mut svg, hi);
-            svg.push(')');
-        }
-        svg.push_str("</title><circle cx=\"");
-        push_int(&mut svg, *x);
-        svg.push_str("\" cy=\"");
-        push_int(&mut svg, *y);
-        svg.push_str("\" r=\"");
-        svg.push_str(radius);
-        svg.push_str("\"/></a>\n");
-    }
-    svg.push_str("</g>\n</svg>\n");
-    svg
-}
-
-fn push_int(out: &mut String, value: i32) {
-    let _ = write!(out, "{value}");
 }
 
 fn draw_error(error: DrawingAreaErrorKind<std::io::Error>) -> ChartError {

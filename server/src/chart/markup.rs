@@ -1,4 +1,5 @@
-//! The hand-written parts of the SVG: escaping, links, numbers and the root tag.
+//! The hand-written parts of the SVG around plotters' drawing: the root tag, the linked points,
+//! the "no data" message, and the escaping, links and numbers they are written with.
 //!
 //! Titles, units, shas and links come from users and uploaded results, so every string that
 //! reaches the markup goes through [`push_escaped`], and links through [`safe_href`].
@@ -6,7 +7,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::TrendChart;
+use super::{TrendChart, TrendPoint, whisker};
 
 /// Significant digits in tooltips: enough to tell a 0.1 % change apart on any magnitude.
 const TOOLTIP_DIGITS: i32 = 5;
@@ -109,6 +110,11 @@ pub(super) fn push_number(out: &mut String, value: f64) {
     }
 }
 
+/// Appends a pixel coordinate.
+pub(super) fn push_int(out: &mut String, value: i32) {
+    let _ = write!(out, "{value}");
+}
+
 /// Length of `number` without the trailing zeros of its fraction (and the point if bare).
 fn trimmed_end(number: &str) -> usize {
     if !number.contains('.') {
@@ -135,4 +141,93 @@ pub(super) fn push_root_tag(out: &mut String, chart: &TrendChart, summary: &str)
     out.push_str(": ");
     push_escaped(out, summary);
     out.push_str("\">\n");
+}
+
+pub(super) fn render_no_data(chart: &TrendChart) -> String {
+    let mut svg = String::with_capacity(512);
+    push_root_tag(&mut svg, chart, "no data yet");
+    let (x, y) = (chart.width / 2, chart.height / 2);
+    let _ = write!(
+        svg,
+        "<text x=\"{x}\" y=\"{y}\" text-anchor=\"middle\" font-family=\"sans-serif\" \
+         font-size=\"14\" fill=\"#666666\">no data yet</text>\n</svg>\n"
+    );
+    svg
+}
+
+/// A point mapped to pixels, ready for its link.
+pub(super) struct Placed<'p> {
+    pub point: &'p TrendPoint,
+    pub x: i32,
+    pub y: i32,
+}
+
+/// Replaces plotters' fixed-size root tag with a scalable, labelled one and appends the links
+/// and the overlays, which go on top so that dense points cannot hide them; their lines let
+/// the pointer through to the points.
+pub(super) fn assemble(
+    chart: &TrendChart,
+    body: &str,
+    overlays: &str,
+    (regressions, improvements): (usize, usize),
+    placed: &[Placed],
+    spacing: f64,
+) -> String {
+    // plotters writes `<svg ...>\n` first and `</svg>\n` last; only what lies between is kept.
+    let inner_start = body.find(">\n").map_or(0, |i| i + 2);
+    let inner_end = body.rfind("</svg>").unwrap_or(body.len()).max(inner_start);
+    let link_bytes: usize = placed.iter().map(|p| p.point.href.len() + 120).sum();
+    let mut svg = String::with_capacity(body.len() + overlays.len() + link_bytes + 512);
+    let mut summary = String::new();
+    for (count, noun) in [
+        (placed.len(), "commit"),
+        (regressions, "regression"),
+        (improvements, "improvement"),
+    ] {
+        if count > 0 {
+            let separator = if summary.is_empty() { "" } else { ", " };
+            let plural = if count == 1 { "" } else { "s" };
+            let _ = write!(summary, "{separator}{count} {noun}{plural}");
+        }
+    }
+    push_root_tag(&mut svg, chart, &summary);
+    svg.push_str(&body[inner_start..inner_end]);
+    let radius = if spacing >= 8.0 {
+        "3.5"
+    } else if spacing >= 3.0 {
+        "2.5"
+    } else {
+        "1.5"
+    };
+    svg.push_str("<g class=\"points\" fill=\"#1F77B4\" stroke=\"#FFFFFF\" stroke-width=\"1\">\n");
+    for Placed { point, x, y } in placed {
+        svg.push_str("<a href=\"");
+        push_escaped(&mut svg, safe_href(&point.href));
+        svg.push_str("\"><title>");
+        push_escaped(&mut svg, point.sha.get(..10).unwrap_or(&point.sha));
+        svg.push_str(": ");
+        push_number(&mut svg, point.value);
+        if !chart.unit.is_empty() {
+            svg.push(' ');
+            push_escaped(&mut svg, chart.unit);
+        }
+        if let Some((lo, hi)) = whisker(point) {
+            svg.push_str(" (");
+            push_number(&mut svg, lo);
+            svg.push_str(" to ");
+            push_number(&mut svg, hi);
+            svg.push(')');
+        }
+        svg.push_str("</title><circle cx=\"");
+        push_int(&mut svg, *x);
+        svg.push_str("\" cy=\"");
+        push_int(&mut svg, *y);
+        svg.push_str("\" r=\"");
+        svg.push_str(radius);
+        svg.push_str("\"/></a>\n");
+    }
+    svg.push_str("</g>\n");
+    svg.push_str(overlays);
+    svg.push_str("</svg>\n");
+    svg
 }
