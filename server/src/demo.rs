@@ -43,41 +43,53 @@ const FAST: DemoCommit = DemoCommit {
 fn history() -> Vec<DemoCommit> {
     let mut state = DemoCommit { ..FAST };
     let mut commits = Vec::new();
-    let steps: [(&str, Option<(&str, &str)>); 20] = [
+    // Every level lasts at least eight commits: change-point detection needs that many on each
+    // side of a change before it calls it significant.
+    let steps: [(&str, Option<(&str, &str)>); 30] = [
         ("Initial import of the kernels", None),
         ("docs: explain the ring tiers", None),
         ("ci: cache the cargo registry", None),
+        ("tests: cover the broker's group commit", None),
+        ("docs: usage of kymo-kernels", None),
+        ("refactor: name the capture phases", None),
+        ("chore: bump dependencies", None),
+        ("docs: fix a typo in the README", None),
+        ("tests: fuzz the variants file", None),
+        ("ci: build on every push", None),
         (
             "bus: switch to the classic bounded backend",
             Some(("bus", "classic")),
         ),
         ("refactor: split the broker into modules", None),
-        ("docs: fix a typo in the README", None),
+        ("docs: document the bus knobs", None),
         (
             "log: read sealed segments with read() instead of mmap",
             Some(("sealed_reader", "read")),
         ),
         ("tests: cover the sparse index", None),
-        (
-            "bus: back to the structure-of-arrays backend",
-            Some(("bus", "soa")),
-        ),
-        ("chore: bump dependencies", None),
+        ("chore: tidy imports", None),
+        ("refactor: rename the capture simulation", None),
         (
             "scheduler: fall back to FIFO for simplicity",
             Some(("scheduler", "fifo")),
         ),
         ("docs: describe the scenarios", None),
-        ("refactor: rename the capture simulation", None),
+        ("ci: run clippy on all targets", None),
+        (
+            "bus: back to the structure-of-arrays backend",
+            Some(("bus", "soa")),
+        ),
+        ("docs: add the figures table", None),
         (
             "ring: record through a write() syscall per sample",
             Some(("store", "write")),
         ),
-        ("ci: run clippy on all targets", None),
-        ("docs: add the figures table", None),
         ("tests: property tests for the ring", None),
-        ("chore: tidy imports", None),
+        ("chore: bump dependencies again", None),
         ("docs: changelog for 0.2", None),
+        ("refactor: shorter names in the runner", None),
+        ("tests: a slower CI machine profile", None),
+        ("docs: release notes", None),
         ("release 0.2", None),
     ];
     for (message, change) in steps {
@@ -107,7 +119,7 @@ fn kymo_toml(kymo: &Path) -> String {
         kymo.display()
     );
     format!(
-        "[[suite]]\nname = \"kernels\"\nrun = {run:?}\nformat = \"kymo\"\nrepeat = 3\ntimeout = \"2m\"\n"
+        "[[suite]]\nname = \"kernels\"\nrun = {run:?}\nformat = \"kymo\"\nrepeat = 2\ntimeout = \"2m\"\n"
     )
 }
 
@@ -242,7 +254,9 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
             job.error.as_deref().unwrap_or("?")
         );
     }
-    print_biggest_changes(&state, &repo, &history).await?;
+    // The last completion's analysis may still be running: settle it before reporting.
+    crate::analysis::analyse_repository(&state, repo.id).await?;
+    print_changes(&state, &repo, running.address).await?;
     if options.serve {
         println!(
             "kymo is serving the demo at http://{}/repos/kernels (Ctrl-C stops it)",
@@ -254,55 +268,43 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     }
 }
 
-/// Headline metrics the summary looks at; the tail percentiles of a quick run are too noisy
-/// to summarise without the verdicts' statistics.
-const HEADLINE_METRICS: [&str; 3] = ["time", "throughput", "cold_p99"];
-/// Changes smaller than this are not listed in the summary: quick runs on a busy machine
-/// move by tens of percent on their own.
-const SUMMARY_THRESHOLD_PCT: f64 = 50.0;
-
-/// Prints, per commit, the headline metrics that moved by more than half against the parent: the slowdowns (and the fix) the demo's history introduced.
-async fn print_biggest_changes(
+/// Prints the change points the analysis found, grouped by the commit that caused them.
+async fn print_changes(
     state: &crate::AppState,
     repo: &kymo_core::db::RepositoryRow,
-    history: &[kymo_core::db::HistoryRow],
+    address: std::net::SocketAddr,
 ) -> anyhow::Result<()> {
+    let changes = state
+        .db
+        .regressions(repo.id, &kymo_core::db::RegressionFilter::default())
+        .await?;
+    let regressions = changes.iter().filter(|c| c.kind == "regression").count();
     println!(
-        "headline changes over {SUMMARY_THRESHOLD_PCT:.0} % against the parent commit in {}:",
-        repo.name
+        "found {regressions} regressions and {} improvements:",
+        changes.len() - regressions
     );
-    for pair in history.windows(2).rev() {
-        let (newer, older) = (&pair[0], &pair[1]);
-        let mut moved = Vec::new();
-        for m in state
-            .db
-            .commit_measurements(newer.id, Some(older.id))
-            .await?
-        {
-            let Some(parent) = m.parent_value.filter(|p| *p != 0.0) else {
-                continue;
-            };
-            let pct = (m.value - parent) / parent.abs() * 100.0;
-            if HEADLINE_METRICS.contains(&m.metric.as_str()) && pct.abs() >= SUMMARY_THRESHOLD_PCT {
-                let worse = (pct > 0.0) == (m.direction == "lower");
-                let name = m.benchmark.split('{').next().unwrap_or_default().to_owned();
-                moved.push((pct, if worse { "slower" } else { "faster" }, name, m.metric));
-            }
+    let mut commits: Vec<&str> = changes.iter().map(|c| c.sha.as_str()).collect();
+    commits.dedup();
+    for sha in commits {
+        let here: Vec<_> = changes.iter().filter(|c| c.sha == sha).collect();
+        println!("  {}  {}", &sha[..10], summary_line(&here[0].message));
+        for c in here.iter().take(4) {
+            let name = c.benchmark.split('{').next().unwrap_or_default();
+            println!(
+                "      {:+8.1} %  {:<11}  {name} {}",
+                c.change_pct, c.kind, c.metric
+            );
         }
-        if moved.is_empty() {
-            continue;
-        }
-        moved.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
-        println!(
-            "  {}  {}",
-            &newer.sha[..10],
-            newer.message.lines().next().unwrap_or_default()
-        );
-        for (pct, verdict, name, metric) in moved.iter().take(3) {
-            println!("      {pct:+8.1} %  {verdict:<6}  {name} {metric}");
+        if here.len() > 4 {
+            println!("      … and {} more", here.len() - 4);
         }
     }
+    println!("details: http://{address}/repos/{}/regressions", repo.name);
     Ok(())
+}
+
+fn summary_line(message: &str) -> &str {
+    message.lines().next().unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -312,7 +314,7 @@ mod tests {
     #[test]
     fn the_demo_history_slows_down_and_recovers() {
         let history = history();
-        assert_eq!(history.len(), 20);
+        assert_eq!(history.len(), 30);
         let first = &history[0];
         assert_eq!(
             (first.bus, first.sealed_reader, first.scheduler, first.store),

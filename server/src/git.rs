@@ -102,3 +102,35 @@ pub async fn resolve_commit(
     let id = state.db.record_commit(repo.id, &record).await?;
     Ok((record.sha, id))
 }
+
+/// The merge base of `sha` and the head of `branch`: where a branch forked from the tracked one.
+pub async fn merge_base(
+    state: &AppState,
+    repo: &RepositoryRow,
+    sha: &str,
+    branch: &str,
+) -> AppResult<String> {
+    sync_history(state, repo).await?;
+    let dir = state.mirror_dir();
+    let (name, url, sha, branch) = (
+        repo.name.clone(),
+        repo.url.clone(),
+        sha.to_owned(),
+        branch.to_owned(),
+    );
+    tokio::task::spawn_blocking(move || -> AppResult<String> {
+        let mirror =
+            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
+        let other = mirror
+            .resolve(&branch)
+            .map_err(|e| mirror_error(&name, format!("branch {branch:?}: {e}")))?;
+        let git = git2::Repository::open_bare(mirror.path()).map_err(|e| mirror_error(&name, e))?;
+        let parse = |s: &str| git2::Oid::from_str(s).map_err(|e| mirror_error(&name, e));
+        let base = git
+            .merge_base(parse(&sha)?, parse(&other)?)
+            .map_err(|e| mirror_error(&name, format!("no merge base with {branch:?}: {e}")))?;
+        Ok(base.to_string())
+    })
+    .await
+    .map_err(|e| AppError::Internal(e.into()))?
+}

@@ -4,11 +4,13 @@
 //! pages and the wiring of `kymo serve` (server plus embedded worker). SQL lives in kymo-core's
 //! `db` module; checking out and running benchmarks lives in kymo-worker.
 
+pub mod analysis;
 pub mod api;
 
 mod assets;
 pub mod chart;
 pub mod cli;
+pub mod compare;
 pub mod demo;
 pub mod error;
 pub mod git;

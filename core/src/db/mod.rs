@@ -6,6 +6,7 @@ mod ingest;
 mod jobs;
 mod machines;
 mod pages;
+mod regressions;
 mod repos;
 
 use std::path::Path;
@@ -22,6 +23,7 @@ pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, HistoryRow, HistoryStatus,
     RepositorySummary, SeriesPoint,
 };
+pub use regressions::{AnalysisPoint, FoundChange, RegressionFilter, RegressionRow, TRIAGE_STATES};
 pub use repos::{CommitRecord, RepositoryRow, validate_repository};
 
 /// A failure of the storage layer, or a request it refuses.

@@ -49,6 +49,7 @@ pub struct CommitRunRow {
 /// One result of a commit, with the parent commit's value of the same series.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommitMeasurementRow {
+    pub series_id: i64,
     pub benchmark: String,
     pub metric: String,
     pub unit: String,
@@ -213,8 +214,8 @@ impl Db {
     ) -> Result<Vec<CommitMeasurementRow>, DbError> {
         Ok(sqlx::query_as!(
             CommitMeasurementRow,
-            r#"SELECT b.name AS benchmark, s.metric, s.unit, s.direction, m.fingerprint AS machine,
-                      x.value, x.samples,
+            r#"SELECT s.id AS series_id, b.name AS benchmark, s.metric, s.unit, s.direction,
+                      m.fingerprint AS machine, x.value, x.samples,
                       (SELECT p.value FROM measurements p WHERE p.series_id = x.series_id
                        AND p.commit_id = ? ORDER BY p.id DESC LIMIT 1) AS "parent_value?: f64"
                FROM measurements x

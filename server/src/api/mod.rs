@@ -2,9 +2,11 @@
 
 mod queue;
 mod repos;
+mod verdicts;
 mod worker;
 
 pub use repos::load_commit;
+pub use verdicts::{csv_response, load_regression};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};
@@ -31,6 +33,13 @@ pub fn router() -> Router<AppState> {
         .route("/repos/{repo}/runs", post(repos::enqueue_run))
         .route("/repos/{repo}/commits/{sha}", get(repos::commit))
         .route("/repos/{repo}/series", get(repos::series))
+        .route("/repos/{repo}/regressions", get(verdicts::regressions))
+        .route("/repos/{repo}/regressions/{id}", get(verdicts::regression))
+        .route(
+            "/repos/{repo}/regressions/{id}/triage",
+            post(verdicts::triage),
+        )
+        .route("/repos/{repo}/compare", get(verdicts::compare))
         .route("/jobs", get(queue::jobs))
         .route("/jobs/{id}", get(queue::job))
         .route("/machines", get(queue::machines))

@@ -202,6 +202,7 @@ pub async fn upload_results(
             now,
         )
         .await?;
+    crate::analysis::analyse_run(&state, summary.run_id).await?;
     Ok((
         StatusCode::CREATED,
         Json(UploadAccepted {

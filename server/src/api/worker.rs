@@ -86,6 +86,7 @@ pub async fn complete(
                         measurements = summary.measurements,
                         "job succeeded"
                     );
+                    crate::analysis::analyse_run(&state, summary.run_id).await?;
                     Ok(Json(json!({ "state": "succeeded", "run": summary.run_id })))
                 }
                 Err(DbError::Invalid(reason)) => {

@@ -2,6 +2,7 @@
 //! (`HX-Request`), a handler renders only the fragment the page swaps.
 
 mod format;
+mod verdicts;
 mod views;
 
 use askama::Template;
@@ -22,6 +23,13 @@ pub fn router() -> Router<AppState> {
         .route("/repos/{repo}", get(views::repository))
         .route("/repos/{repo}/commits/{sha}", get(views::commit))
         .route("/repos/{repo}/benchmarks/{*name}", get(views::benchmark))
+        .route("/repos/{repo}/regressions", get(verdicts::regressions))
+        .route("/repos/{repo}/regressions/{id}", get(verdicts::regression))
+        .route(
+            "/repos/{repo}/regressions/{id}/triage",
+            axum::routing::post(verdicts::triage),
+        )
+        .route("/repos/{repo}/compare/{spec}", get(verdicts::compare))
 }
 
 /// Whether htmx sent the request, so that a fragment is enough.

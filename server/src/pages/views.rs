@@ -269,14 +269,8 @@ pub async fn benchmark(
             })
             .collect();
         let title = format!("{} · {}", series.metric, series.machine);
-        let svg = render_trend_svg(&TrendChart {
-            title: &title,
-            unit: &series.unit,
-            points: &points,
-            width: 960,
-            height: 320,
-        })
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("trend chart: {e}")))?;
+        let svg = render_trend_svg(&TrendChart::new(&title, &series.unit, &points))
+            .map_err(|e| AppError::Internal(anyhow::anyhow!("trend chart: {e}")))?;
         charts.push(ChartView {
             metric_query: query_value(&series.metric),
             metric: series.metric,

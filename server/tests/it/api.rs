@@ -15,13 +15,13 @@ use tower::ServiceExt;
 
 use crate::support::{TestRepo, bench_script, kymo_toml};
 
-struct TestApp {
+pub struct TestApp {
     state: AppState,
     _dir: TempDir,
 }
 
 impl TestApp {
-    async fn new() -> Self {
+    pub async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("kymo.db")).await.unwrap();
         let state = AppState {
@@ -33,7 +33,7 @@ impl TestApp {
         Self { state, _dir: dir }
     }
 
-    async fn request(
+    pub async fn request(
         &self,
         method: &str,
         path: &str,
@@ -58,13 +58,28 @@ impl TestApp {
         (status, value)
     }
 
-    async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+    pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
         self.request("POST", path, Body::from(body.to_string()), None)
             .await
     }
 
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         self.request("GET", path, Body::empty(), None).await
+    }
+
+    /// Posts a form (as a browser without JavaScript does); returns the status.
+    pub async fn form(&self, path: &str, body: Body) -> StatusCode {
+        let request = Request::builder()
+            .method("POST")
+            .uri(path)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .unwrap();
+        app(self.state.clone())
+            .oneshot(request)
+            .await
+            .unwrap()
+            .status()
     }
 
     /// A tracked repository with one commit; returns the repository and the commit's sha.
@@ -84,7 +99,7 @@ impl TestApp {
     }
 }
 
-fn specs() -> Value {
+pub fn specs() -> Value {
     json!({ "cpu_model": "Test CPU", "logical_cores": 4, "physical_cores": 2, "memory_gib": 8,
             "arch": "x86_64", "virtualization": "none" })
 }

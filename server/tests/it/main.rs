@@ -6,3 +6,4 @@ mod failures;
 mod lease;
 mod spine;
 mod support;
+mod verdicts;

@@ -1,0 +1,303 @@
+//! Stored change points (regressions and improvements) and their triage.
+
+use super::{Db, DbError};
+
+/// A point of a series as the analysis reads it: every commit on the tracked branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalysisPoint {
+    pub commit_id: i64,
+    pub position: i64,
+    pub value: f64,
+    pub samples: Vec<f64>,
+}
+
+/// A change point the analysis found, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundChange {
+    pub commit_id: i64,
+    pub previous_id: Option<i64>,
+    pub position: i64,
+    pub kind: &'static str,
+    pub baseline: f64,
+    pub value: f64,
+    pub change_pct: f64,
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
+    pub p_value: f64,
+    pub noise_pct: f64,
+    pub segment_before: i64,
+    pub segment_after: i64,
+    pub method: &'static str,
+}
+
+/// A regression (or improvement) as pages and the API show it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RegressionRow {
+    pub id: i64,
+    pub repository: String,
+    pub series_id: i64,
+    pub benchmark: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: String,
+    pub machine: String,
+    pub sha: String,
+    pub message: String,
+    pub position: Option<i64>,
+    pub previous_sha: Option<String>,
+    pub kind: String,
+    pub baseline: f64,
+    pub value: f64,
+    pub change_pct: f64,
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
+    pub p_value: f64,
+    pub noise_pct: f64,
+    pub segment_before: i64,
+    pub segment_after: i64,
+    pub method: String,
+    pub active: bool,
+    pub state: String,
+    pub state_by: Option<String>,
+    pub state_at: Option<i64>,
+    pub note: String,
+    pub detected_at: i64,
+}
+
+/// Filters of the regressions list.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct RegressionFilter {
+    pub state: Option<String>,
+    pub kind: Option<String>,
+    pub machine: Option<String>,
+    pub benchmark: Option<String>,
+    /// Smallest absolute change, in percent.
+    pub min_change: Option<f64>,
+}
+
+/// The triage states a regression may be moved to.
+pub const TRIAGE_STATES: [&str; 4] = ["open", "acknowledged", "fixed", "false_positive"];
+
+/// How far (in commits) a re-analysed change point may move and still be the same one.
+const SAME_CHANGE_MARGIN: i64 = 3;
+
+impl Db {
+    /// Every point of a series on the tracked branch, oldest first (the latest run per commit).
+    pub async fn analysis_points(&self, series_id: i64) -> Result<Vec<AnalysisPoint>, DbError> {
+        let rows = sqlx::query!(
+            r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value, x.samples
+               FROM measurements x JOIN commits c ON c.id = x.commit_id
+               WHERE x.series_id = ? AND c.position IS NOT NULL
+                 AND x.id = (SELECT max(y.id) FROM measurements y
+                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+               ORDER BY c.position"#,
+            series_id
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| AnalysisPoint {
+                commit_id: r.commit_id,
+                position: r.position,
+                value: r.value,
+                samples: serde_json::from_str(&r.samples).unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// The series a run measured.
+    pub async fn run_series(&self, run_id: i64) -> Result<Vec<(i64, String)>, DbError> {
+        let rows = sqlx::query!(
+            r#"SELECT s.id, s.direction FROM measurements x JOIN series s ON s.id = x.series_id
+               WHERE x.run_id = ?"#,
+            run_id
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows.into_iter().map(|r| (r.id, r.direction)).collect())
+    }
+
+    /// Stores the change points of one series' latest analysis. A change point within a few
+    /// commits of a stored one of the same kind updates that record (keeping its triage), so
+    /// that more commits arriving never duplicate a regression; stored ones no longer found are
+    /// marked inactive. Returns the ids of records created now.
+    pub async fn record_changes(
+        &self,
+        series_id: i64,
+        found: &[FoundChange],
+        now: i64,
+    ) -> Result<Vec<i64>, DbError> {
+        let mut tx = self.begin_write().await?;
+        let existing = sqlx::query!(
+            r#"SELECT r.id, r.kind, c.position FROM regressions r JOIN commits c ON c.id = r.commit_id
+               WHERE r.series_id = ?"#,
+            series_id
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut matched = Vec::new();
+        let mut created = Vec::new();
+        for change in found {
+            let same = existing.iter().find(|e| {
+                e.kind == change.kind
+                    && !matched.contains(&e.id)
+                    && e.position
+                        .is_some_and(|p| (p - change.position).abs() <= SAME_CHANGE_MARGIN)
+            });
+            let id = match same {
+                Some(e) => {
+                    sqlx::query!(
+                        r#"UPDATE regressions SET commit_id = ?, previous_id = ?, baseline = ?, value = ?,
+                               change_pct = ?, ci_low_pct = ?, ci_high_pct = ?, p_value = ?, noise_pct = ?,
+                               segment_before = ?, segment_after = ?, method = ?, active = 1, updated_at = ?
+                           WHERE id = ?"#,
+                        change.commit_id, change.previous_id, change.baseline, change.value,
+                        change.change_pct, change.ci_low_pct, change.ci_high_pct, change.p_value,
+                        change.noise_pct, change.segment_before, change.segment_after, change.method,
+                        now, e.id
+                    )
+                    .execute(&mut *tx)
+                    .await?;
+                    e.id
+                }
+                None => {
+                    let id = sqlx::query_scalar!(
+                        r#"INSERT INTO regressions (series_id, commit_id, previous_id, kind, baseline, value,
+                               change_pct, ci_low_pct, ci_high_pct, p_value, noise_pct, segment_before,
+                               segment_after, method, detected_at, updated_at)
+                           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           ON CONFLICT (series_id, commit_id) DO UPDATE SET active = 1, updated_at = excluded.updated_at
+                           RETURNING id AS "id!" "#,
+                        series_id, change.commit_id, change.previous_id, change.kind, change.baseline,
+                        change.value, change.change_pct, change.ci_low_pct, change.ci_high_pct,
+                        change.p_value, change.noise_pct, change.segment_before, change.segment_after,
+                        change.method, now, now
+                    )
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if !existing.iter().any(|e| e.id == id) {
+                        created.push(id);
+                    }
+                    id
+                }
+            };
+            matched.push(id);
+        }
+        for e in existing.iter().filter(|e| !matched.contains(&e.id)) {
+            sqlx::query!(
+                "UPDATE regressions SET active = 0, updated_at = ? WHERE id = ?",
+                now,
+                e.id
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(created)
+    }
+
+    /// Regressions and improvements of a repository, newest commit first.
+    pub async fn regressions(
+        &self,
+        repository_id: i64,
+        filter: &RegressionFilter,
+    ) -> Result<Vec<RegressionRow>, DbError> {
+        let min_change = filter.min_change.unwrap_or(0.0);
+        Ok(sqlx::query_as!(
+            RegressionRow,
+            r#"SELECT g.id, r.name AS repository, g.series_id, b.name AS benchmark, s.metric, s.unit,
+                      s.direction, m.fingerprint AS machine, c.sha, c.message, c.position,
+                      p.sha AS "previous_sha?", g.kind, g.baseline, g.value, g.change_pct, g.ci_low_pct,
+                      g.ci_high_pct, g.p_value, g.noise_pct, g.segment_before, g.segment_after, g.method,
+                      g.active AS "active: bool", g.state, g.state_by, g.state_at, g.note, g.detected_at
+               FROM regressions g
+               JOIN series s ON s.id = g.series_id
+               JOIN benchmarks b ON b.id = s.benchmark_id
+               JOIN repositories r ON r.id = b.repository_id
+               JOIN machines m ON m.id = s.machine_id
+               JOIN commits c ON c.id = g.commit_id
+               LEFT JOIN commits p ON p.id = g.previous_id
+               WHERE r.id = ?1 AND g.active = 1
+                 AND (?2 IS NULL OR g.state = ?2) AND (?3 IS NULL OR g.kind = ?3)
+                 AND (?4 IS NULL OR m.fingerprint = ?4) AND (?5 IS NULL OR instr(b.name, ?5) > 0)
+                 AND abs(g.change_pct) >= ?6
+               ORDER BY c.position DESC, abs(g.change_pct) DESC
+               LIMIT 1000"#,
+            repository_id,
+            filter.state,
+            filter.kind,
+            filter.machine,
+            filter.benchmark,
+            min_change
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// One regression.
+    pub async fn regression(&self, id: i64) -> Result<RegressionRow, DbError> {
+        sqlx::query_as!(
+            RegressionRow,
+            r#"SELECT g.id, r.name AS repository, g.series_id, b.name AS benchmark, s.metric, s.unit,
+                      s.direction, m.fingerprint AS machine, c.sha, c.message, c.position,
+                      p.sha AS "previous_sha?", g.kind, g.baseline, g.value, g.change_pct, g.ci_low_pct,
+                      g.ci_high_pct, g.p_value, g.noise_pct, g.segment_before, g.segment_after, g.method,
+                      g.active AS "active: bool", g.state, g.state_by, g.state_at, g.note, g.detected_at
+               FROM regressions g
+               JOIN series s ON s.id = g.series_id
+               JOIN benchmarks b ON b.id = s.benchmark_id
+               JOIN repositories r ON r.id = b.repository_id
+               JOIN machines m ON m.id = s.machine_id
+               JOIN commits c ON c.id = g.commit_id
+               LEFT JOIN commits p ON p.id = g.previous_id
+               WHERE g.id = ?"#,
+            id
+        )
+        .fetch_optional(&self.reader)
+        .await?
+        .ok_or_else(|| DbError::NotFound(format!("regression {id}")))
+    }
+
+    /// Moves a regression to a triage state, recording who did it and when, with a note.
+    pub async fn triage(
+        &self,
+        id: i64,
+        state: &str,
+        by: &str,
+        note: &str,
+        now: i64,
+    ) -> Result<(), DbError> {
+        if !TRIAGE_STATES.contains(&state) {
+            return Err(DbError::Invalid(format!(
+                "triage state {state:?} is not one of {}",
+                TRIAGE_STATES.join(", ")
+            )));
+        }
+        if by.trim().is_empty() || by.len() > 100 || by.chars().any(char::is_control) {
+            return Err(DbError::Invalid(
+                "say who triaged it: 1-100 characters".into(),
+            ));
+        }
+        if note.len() > 4000 {
+            return Err(DbError::Invalid("the note is limited to 4000 bytes".into()));
+        }
+        let mut tx = self.begin_write().await?;
+        let updated = sqlx::query!(
+            "UPDATE regressions SET state = ?, state_by = ?, state_at = ?, note = ? WHERE id = ?",
+            state,
+            by,
+            now,
+            note,
+            id
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        if updated == 0 {
+            return Err(DbError::NotFound(format!("regression {id}")));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,136 @@
+//! Re-analysis of the series a run touched: change-point detection over each series'
+//! history, stored as regressions and improvements with their evidence.
+
+use kymo_core::db::{AnalysisPoint, FoundChange};
+use kymo_core::model::Direction;
+use kymo_core::stats::{CommitObservation, Sensitivity, VerdictKind, detect_change_points};
+
+use crate::error::AppResult;
+use crate::state::AppState;
+
+/// Re-analyses every series measured by `run_id`; returns the ids of regressions and
+/// improvements found for the first time.
+pub async fn analyse_run(state: &AppState, run_id: i64) -> AppResult<Vec<i64>> {
+    let series = state.db.run_series(run_id).await?;
+    analyse_series(state, &series).await
+}
+
+/// Re-analyses every series of a repository (after its history was rewritten, or to settle
+/// the analysis of the latest runs before reporting on them).
+pub async fn analyse_repository(state: &AppState, repository_id: i64) -> AppResult<Vec<i64>> {
+    let series: Vec<(i64, String)> = state
+        .db
+        .series(repository_id, None, None, None)
+        .await?
+        .into_iter()
+        .map(|s| (s.id, s.direction))
+        .collect();
+    analyse_series(state, &series).await
+}
+
+async fn analyse_series(state: &AppState, series: &[(i64, String)]) -> AppResult<Vec<i64>> {
+    let sensitivity = Sensitivity::default();
+    let mut created = Vec::new();
+    for (series_id, direction) in series {
+        let direction = Direction::parse(direction).unwrap_or(Direction::Lower);
+        let points = state.db.analysis_points(*series_id).await?;
+        let found = changes_in(&points, direction, &sensitivity);
+        created.extend(
+            state
+                .db
+                .record_changes(*series_id, &found, state.now())
+                .await?,
+        );
+    }
+    if !created.is_empty() {
+        tracing::info!(new = created.len(), "change points found");
+    }
+    Ok(created)
+}
+
+/// The change points of a series' history, as records to store.
+pub fn changes_in(
+    points: &[AnalysisPoint],
+    direction: Direction,
+    sensitivity: &Sensitivity,
+) -> Vec<FoundChange> {
+    let observations: Vec<CommitObservation> = points
+        .iter()
+        .map(|p| CommitObservation {
+            position: p.position as usize,
+            value: p.value,
+            samples: p.samples.clone(),
+        })
+        .collect();
+    detect_change_points(&observations, direction, sensitivity)
+        .into_iter()
+        .filter_map(|cp| {
+            let kind = match cp.kind {
+                VerdictKind::Regression => "regression",
+                VerdictKind::Improvement => "improvement",
+                _ => return None,
+            };
+            let at = points.get(cp.position)?;
+            Some(FoundChange {
+                commit_id: at.commit_id,
+                previous_id: cp
+                    .position
+                    .checked_sub(1)
+                    .and_then(|i| points.get(i))
+                    .map(|p| p.commit_id),
+                position: at.position,
+                kind,
+                baseline: cp.before,
+                value: cp.after,
+                change_pct: cp.change_pct,
+                ci_low_pct: cp.ci_low_pct,
+                ci_high_pct: cp.ci_high_pct,
+                p_value: cp.p_value,
+                noise_pct: cp.noise_pct,
+                segment_before: cp.segment_before as i64,
+                segment_after: cp.segment_after as i64,
+                method: cp.method,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(values: &[f64]) -> Vec<AnalysisPoint> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| AnalysisPoint {
+                commit_id: 100 + i as i64,
+                position: i as i64,
+                value: *v,
+                samples: vec![*v * 0.999, *v, *v * 1.001],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lasting_step_becomes_one_regression_at_its_first_commit() {
+        let mut values: Vec<f64> = (0..20).map(|i| 100.0 + (i % 3) as f64 * 0.2).collect();
+        values.extend((0..20).map(|i| 120.0 + (i % 3) as f64 * 0.2));
+        let found = changes_in(&series(&values), Direction::Lower, &Sensitivity::default());
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].kind, "regression");
+        assert_eq!(found[0].commit_id, 120);
+        assert_eq!(found[0].previous_id, Some(119));
+        assert!((found[0].change_pct - 20.0).abs() < 1.0, "{found:#?}");
+
+        let found = changes_in(&series(&values), Direction::Higher, &Sensitivity::default());
+        assert_eq!(found[0].kind, "improvement");
+    }
+
+    #[test]
+    fn a_spike_that_reverts_is_not_a_change() {
+        let mut values: Vec<f64> = (0..30).map(|i| 100.0 + (i % 3) as f64 * 0.2).collect();
+        values[15] = 150.0;
+        assert!(changes_in(&series(&values), Direction::Lower, &Sensitivity::default()).is_empty());
+    }
+}

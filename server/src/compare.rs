@@ -1,0 +1,263 @@
+//! Comparing two commits: every benchmark × metric × machine they share, judged by the
+//! per-commit test against the series' noise.
+
+use std::collections::HashMap;
+
+use kymo_core::db::{CommitMeasurementRow, RepositoryRow};
+use kymo_core::model::Direction;
+use kymo_core::stats::{
+    CommitObservation, Sensitivity, Verdict, VerdictKind, compare, noise_model,
+};
+use serde::Serialize;
+
+use crate::error::{AppError, AppResult};
+use crate::git;
+use crate::state::AppState;
+
+/// How many commits of history before the head feed a series' noise model.
+const NOISE_HISTORY: usize = 100;
+
+/// One row of a comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRow {
+    pub benchmark: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: String,
+    pub machine: String,
+    pub verdict: Verdict,
+}
+
+/// A whole comparison with its summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    pub repository: String,
+    pub base: String,
+    pub head: String,
+    /// How the base was chosen: `parent`, `commit`, or `merge-base of BRANCH`.
+    pub baseline: String,
+    pub rows: Vec<CompareRow>,
+    pub regressed: usize,
+    pub improved: usize,
+    pub unchanged: usize,
+    /// Geometric mean of head/base over rows with positive values on both sides.
+    pub geomean_ratio: Option<f64>,
+}
+
+/// What the base of a comparison is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Baseline {
+    Parent,
+    Commit(String),
+    MergeBase(String),
+}
+
+impl Baseline {
+    /// `parent` (or nothing), `merge-base:BRANCH`, or a commit, branch or tag name.
+    pub fn parse(spec: Option<&str>) -> Self {
+        match spec.map(str::trim) {
+            None | Some("") | Some("parent") => Baseline::Parent,
+            Some(s) => match s.strip_prefix("merge-base:") {
+                Some(branch) => Baseline::MergeBase(branch.to_owned()),
+                None => Baseline::Commit(s.to_owned()),
+            },
+        }
+    }
+}
+
+/// Compares `head` with its baseline in `repo`.
+pub async fn compare_commits(
+    state: &AppState,
+    repo: &RepositoryRow,
+    baseline: &Baseline,
+    head: &str,
+) -> AppResult<CompareReport> {
+    let head = find_commit(state, repo, head).await?;
+    let (base, label) = match baseline {
+        Baseline::Parent => {
+            let parent = head
+                .parents
+                .split_whitespace()
+                .next()
+                .ok_or_else(|| AppError::BadRequest(format!("commit {} has no parent", head.sha)))?
+                .to_owned();
+            (
+                find_commit(state, repo, &parent).await?,
+                "parent".to_owned(),
+            )
+        }
+        Baseline::Commit(spec) => (find_commit(state, repo, spec).await?, "commit".to_owned()),
+        Baseline::MergeBase(branch) => {
+            let sha = git::merge_base(state, repo, &head.sha, branch).await?;
+            (
+                find_commit(state, repo, &sha).await?,
+                format!("merge-base of {branch}"),
+            )
+        }
+    };
+    let base_rows = state.db.commit_measurements(base.id, None).await?;
+    let head_rows = state.db.commit_measurements(head.id, None).await?;
+    let by_series: HashMap<i64, &CommitMeasurementRow> =
+        base_rows.iter().map(|r| (r.series_id, r)).collect();
+    let sensitivity = Sensitivity::default();
+    let mut rows = Vec::new();
+    for h in &head_rows {
+        let Some(b) = by_series.get(&h.series_id) else {
+            continue;
+        };
+        let direction = Direction::parse(&h.direction).unwrap_or(Direction::Lower);
+        let history = state.db.analysis_points(h.series_id).await?;
+        let earlier = history
+            .iter()
+            .take_while(|p| head.position.is_none_or(|hp| p.position < hp))
+            .count();
+        let before: Vec<CommitObservation> = history
+            [earlier.saturating_sub(NOISE_HISTORY)..earlier]
+            .iter()
+            .map(|p| CommitObservation {
+                position: p.position as usize,
+                value: p.value,
+                samples: p.samples.clone(),
+            })
+            .collect();
+        let noise = noise_model(&before);
+        let verdict = compare(
+            &samples_or_value(b),
+            &samples_or_value(h),
+            direction,
+            &noise,
+            &sensitivity,
+        );
+        rows.push(CompareRow {
+            benchmark: h.benchmark.clone(),
+            metric: h.metric.clone(),
+            unit: h.unit.clone(),
+            direction: h.direction.clone(),
+            machine: h.machine.clone(),
+            verdict,
+        });
+    }
+    Ok(summarise(repo, base.sha, head.sha, label, rows))
+}
+
+fn samples_or_value(row: &CommitMeasurementRow) -> Vec<f64> {
+    let samples: Vec<f64> = serde_json::from_str(&row.samples).unwrap_or_default();
+    if samples.is_empty() {
+        vec![row.value]
+    } else {
+        samples
+    }
+}
+
+/// Counts and the geometric mean of ratios; pure, so it is tested on its own.
+pub fn summarise(
+    repo: &RepositoryRow,
+    base: String,
+    head: String,
+    baseline: String,
+    rows: Vec<CompareRow>,
+) -> CompareReport {
+    let count = |kind| rows.iter().filter(|r| r.verdict.kind == kind).count();
+    let ratios: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.verdict.baseline > 0.0 && r.verdict.value > 0.0)
+        .map(|r| (r.verdict.value / r.verdict.baseline).ln())
+        .collect();
+    let geomean_ratio =
+        (!ratios.is_empty()).then(|| (ratios.iter().sum::<f64>() / ratios.len() as f64).exp());
+    CompareReport {
+        repository: repo.name.clone(),
+        regressed: count(VerdictKind::Regression),
+        improved: count(VerdictKind::Improvement),
+        unchanged: rows.len() - count(VerdictKind::Regression) - count(VerdictKind::Improvement),
+        base,
+        head,
+        baseline,
+        rows,
+        geomean_ratio,
+    }
+}
+
+async fn find_commit(
+    state: &AppState,
+    repo: &RepositoryRow,
+    spec: &str,
+) -> AppResult<kymo_core::db::CommitRow> {
+    match state.db.commit(repo.id, spec).await {
+        Ok(commit) => Ok(commit),
+        Err(kymo_core::db::DbError::NotFound(_)) => {
+            // A branch or tag name: resolve it through the mirror.
+            let (sha, _) = git::resolve_commit(state, repo, Some(spec)).await?;
+            Ok(state.db.commit(repo.id, sha.as_str()).await?)
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Renders a report as CSV, one row per benchmark × metric × machine.
+pub fn to_csv(report: &CompareReport) -> String {
+    let mut out = String::from(
+        "benchmark,metric,machine,unit,direction,base,head,change_pct,ci_low_pct,ci_high_pct,p_value,verdict\n",
+    );
+    for r in &report.rows {
+        let v = &r.verdict;
+        let fields = [
+            csv_field(&r.benchmark),
+            csv_field(&r.metric),
+            csv_field(&r.machine),
+            csv_field(&r.unit),
+            csv_field(&r.direction),
+            v.baseline.to_string(),
+            v.value.to_string(),
+            format!("{:.4}", v.change_pct),
+            format!("{:.4}", v.ci_low_pct),
+            format!("{:.4}", v.ci_high_pct),
+            v.p_value.map(|p| p.to_string()).unwrap_or_default(),
+            v.kind.as_str().to_owned(),
+        ];
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Quotes a CSV field, and defuses spreadsheet formulas (a leading `=`, `+`, `-` or `@`).
+fn csv_field(s: &str) -> String {
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s.to_owned()
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn baselines_parse_from_their_spelling() {
+        assert_eq!(Baseline::parse(None), Baseline::Parent);
+        assert_eq!(Baseline::parse(Some("parent")), Baseline::Parent);
+        assert_eq!(
+            Baseline::parse(Some("v1.0")),
+            Baseline::Commit("v1.0".into())
+        );
+        assert_eq!(
+            Baseline::parse(Some("merge-base:main")),
+            Baseline::MergeBase("main".into())
+        );
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_and_formulas_defused() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("=cmd()"), "'=cmd()");
+    }
+}

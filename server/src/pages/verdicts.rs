@@ -1,0 +1,317 @@
+//! The regressions list, a regression's page with its triage, and the compare page.
+
+use askama::Template;
+use axum::Form;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use kymo_core::db::{RegressionFilter, RegressionRow, TRIAGE_STATES};
+use serde::Deserialize;
+
+use super::format::{summary, utc, value};
+use super::{PageError, PageResult, render};
+use crate::api::{csv_response, load_regression};
+use crate::chart::{TrendChart, TrendPoint, render_trend_svg};
+use crate::compare::{Baseline, CompareReport, compare_commits};
+use crate::error::AppError;
+use crate::state::AppState;
+
+/// Commits shown on each side of a regression on its trend graph.
+const AROUND: i64 = 40;
+
+struct RegressionView {
+    id: i64,
+    benchmark: String,
+    metric: String,
+    machine: String,
+    sha: String,
+    short: String,
+    summary: String,
+    kind: String,
+    change: String,
+    baseline: String,
+    value: String,
+    state: String,
+}
+
+impl From<&RegressionRow> for RegressionView {
+    fn from(r: &RegressionRow) -> Self {
+        RegressionView {
+            id: r.id,
+            benchmark: r.benchmark.clone(),
+            metric: r.metric.clone(),
+            machine: r.machine.clone(),
+            short: r.sha[..10].to_owned(),
+            sha: r.sha.clone(),
+            summary: summary(&r.message),
+            kind: r.kind.clone(),
+            change: format!("{:+.1} %", r.change_pct),
+            baseline: value(r.baseline, &r.unit),
+            value: value(r.value, &r.unit),
+            state: r.state.clone(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "regressions.html")]
+struct RegressionsPage {
+    repo: String,
+    rows: Vec<RegressionView>,
+    state: String,
+    kind: String,
+    machine: String,
+    benchmark: String,
+    min_change: String,
+    states: [&'static str; 4],
+}
+
+/// The filter form's fields; empty fields mean "any".
+#[derive(Debug, Deserialize, Default)]
+pub struct FilterForm {
+    state: Option<String>,
+    kind: Option<String>,
+    machine: Option<String>,
+    benchmark: Option<String>,
+    min_change: Option<String>,
+}
+
+fn non_empty(s: &Option<String>) -> Option<String> {
+    s.as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+pub async fn regressions(
+    State(state): State<AppState>,
+    Path(repo_name): Path<String>,
+    Query(form): Query<FilterForm>,
+) -> PageResult {
+    let repo = state.db.repository(&repo_name).await?;
+    let min_change = match non_empty(&form.min_change) {
+        Some(text) => Some(text.parse::<f64>().map_err(|_| {
+            AppError::BadRequest(format!("minimum change {text:?} is not a number"))
+        })?),
+        None => None,
+    };
+    let filter = RegressionFilter {
+        state: non_empty(&form.state),
+        kind: non_empty(&form.kind),
+        machine: non_empty(&form.machine),
+        benchmark: non_empty(&form.benchmark),
+        min_change,
+    };
+    let rows = state.db.regressions(repo.id, &filter).await?;
+    render(&RegressionsPage {
+        repo: repo_name,
+        rows: rows.iter().map(Into::into).collect(),
+        state: filter.state.unwrap_or_default(),
+        kind: filter.kind.unwrap_or_default(),
+        machine: filter.machine.unwrap_or_default(),
+        benchmark: filter.benchmark.unwrap_or_default(),
+        min_change: form.min_change.unwrap_or_default(),
+        states: TRIAGE_STATES,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "regression.html")]
+struct RegressionPage {
+    repo: String,
+    r: RegressionView,
+    previous_sha: Option<String>,
+    direction: String,
+    ci: String,
+    p_value: String,
+    noise: String,
+    segments: String,
+    method: String,
+    state_by: String,
+    state_at: String,
+    note: String,
+    detected: String,
+    svg: String,
+    states: [&'static str; 4],
+}
+
+pub async fn regression(
+    State(state): State<AppState>,
+    Path((repo, id)): Path<(String, i64)>,
+) -> PageResult {
+    let r = load_regression(&state, &repo, id).await?;
+    let points = state.db.series_points(r.series_id, 10_000).await?;
+    let at = r.position.unwrap_or(i64::MAX);
+    let trend: Vec<TrendPoint> = points
+        .iter()
+        .filter(|p| (p.position - at).abs() <= AROUND || r.position.is_none())
+        .map(|p| TrendPoint {
+            position: p.position as usize,
+            sha: p.sha.clone(),
+            value: p.value,
+            low: None,
+            high: None,
+            href: format!("/repos/{repo}/commits/{}", p.sha),
+        })
+        .collect();
+    let title = format!("{} · {}", r.metric, r.machine);
+    let svg = render_trend_svg(&TrendChart::new(&title, &r.unit, &trend).with_size(960, 300))
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("trend chart: {e}")))?;
+    render(&RegressionPage {
+        repo,
+        previous_sha: r.previous_sha.clone(),
+        direction: r.direction.clone(),
+        ci: format!("{:+.1} % to {:+.1} %", r.ci_low_pct, r.ci_high_pct),
+        p_value: format!("{:.2e}", r.p_value),
+        noise: format!("{:.2} %", r.noise_pct),
+        segments: format!(
+            "{} commits before, {} after",
+            r.segment_before, r.segment_after
+        ),
+        method: r.method.clone(),
+        state_by: r.state_by.clone().unwrap_or_default(),
+        state_at: r.state_at.map(utc).unwrap_or_default(),
+        note: r.note.clone(),
+        detected: utc(r.detected_at),
+        svg,
+        states: TRIAGE_STATES,
+        r: (&r).into(),
+    })
+}
+
+/// The triage form.
+#[derive(Debug, Deserialize)]
+pub struct TriageForm {
+    state: String,
+    by: String,
+    #[serde(default)]
+    note: String,
+}
+
+pub async fn triage(
+    State(state): State<AppState>,
+    Path((repo, id)): Path<(String, i64)>,
+    Form(form): Form<TriageForm>,
+) -> Result<Redirect, PageError> {
+    load_regression(&state, &repo, id).await?;
+    state
+        .db
+        .triage(id, &form.state, form.by.trim(), &form.note, state.now())
+        .await?;
+    Ok(Redirect::to(&format!("/repos/{repo}/regressions/{id}")))
+}
+
+struct CompareRowView {
+    benchmark: String,
+    metric: String,
+    machine: String,
+    base: String,
+    head: String,
+    change: String,
+    change_value: f64,
+    interval: String,
+    verdict: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "compare.html")]
+struct ComparePage {
+    repo: String,
+    spec: String,
+    base: String,
+    head: String,
+    baseline: String,
+    rows: Vec<CompareRowView>,
+    total: usize,
+    regressed: usize,
+    improved: usize,
+    geomean: String,
+    significant: bool,
+    sort: String,
+}
+
+/// Options of the compare page.
+#[derive(Debug, Deserialize, Default)]
+pub struct CompareOptions {
+    baseline: Option<String>,
+    sort: Option<String>,
+    significant: Option<String>,
+    format: Option<String>,
+}
+
+/// `/repos/{repo}/compare/{base}...{head}` or `/repos/{repo}/compare/{head}` (against the
+/// baseline named by `?baseline=`, the parent by default).
+pub async fn compare(
+    State(state): State<AppState>,
+    Path((repo_name, spec)): Path<(String, String)>,
+    Query(options): Query<CompareOptions>,
+) -> Result<Response, PageError> {
+    let repo = state.db.repository(&repo_name).await?;
+    let (baseline, head) = match spec.split_once("...") {
+        Some((base, head)) => (Baseline::parse(Some(base)), head.to_owned()),
+        None => (Baseline::parse(options.baseline.as_deref()), spec.clone()),
+    };
+    let report = compare_commits(&state, &repo, &baseline, &head).await?;
+    if options.format.as_deref() == Some("csv") {
+        return Ok(csv_response(&report));
+    }
+    let significant = options.significant.as_deref() == Some("1");
+    let sort = options.sort.clone().unwrap_or_else(|| "change".into());
+    Ok(render(&compare_page(repo_name, spec, report, significant, sort))?.into_response())
+}
+
+fn compare_page(
+    repo: String,
+    spec: String,
+    report: CompareReport,
+    significant: bool,
+    sort: String,
+) -> ComparePage {
+    let total = report.rows.len();
+    let mut rows: Vec<CompareRowView> = report
+        .rows
+        .iter()
+        .filter(|r| !significant || r.verdict.kind.is_change())
+        .map(|r| {
+            let v = &r.verdict;
+            CompareRowView {
+                benchmark: r.benchmark.clone(),
+                metric: r.metric.clone(),
+                machine: r.machine.clone(),
+                base: value(v.baseline, &r.unit),
+                head: value(v.value, &r.unit),
+                change: format!("{:+.1} %", v.change_pct),
+                change_value: v.change_pct,
+                interval: format!("{:+.1} … {:+.1} %", v.ci_low_pct, v.ci_high_pct),
+                verdict: v.kind.as_str(),
+            }
+        })
+        .collect();
+    match sort.as_str() {
+        "benchmark" => {
+            rows.sort_by(|a, b| a.benchmark.cmp(&b.benchmark).then(a.metric.cmp(&b.metric)))
+        }
+        "verdict" => rows.sort_by(|a, b| {
+            a.verdict
+                .cmp(b.verdict)
+                .then(b.change_value.abs().total_cmp(&a.change_value.abs()))
+        }),
+        _ => rows.sort_by(|a, b| b.change_value.abs().total_cmp(&a.change_value.abs())),
+    }
+    ComparePage {
+        repo,
+        base: report.base.clone(),
+        head: report.head.clone(),
+        baseline: report.baseline.clone(),
+        rows,
+        total,
+        regressed: report.regressed,
+        improved: report.improved,
+        geomean: report
+            .geomean_ratio
+            .map(|g| format!("{:+.2} %", (g - 1.0) * 100.0))
+            .unwrap_or_else(|| "–".into()),
+        significant,
+        sort,
+        spec,
+    }
+}

@@ -1,0 +1,151 @@
+//! Verdicts end to end: results land, the series is re-analysed, a lasting step becomes one
+//! regression record (no duplicates as commits arrive), triage is kept, and compares judge it.
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::api::{TestApp, specs};
+use crate::support::TestRepo;
+
+fn upload(sha: &str, level: f64, i: usize) -> Value {
+    // Five samples with a little deterministic jitter around the level.
+    let samples: Vec<f64> = (0..5)
+        .map(|k| level * (1.0 + (((i * 7 + k * 3) % 5) as f64 - 2.0) * 0.001))
+        .collect();
+    json!({
+        "commit": sha,
+        "specs": specs(),
+        "suites": [{ "suite": "s", "results": { "benchmarks": [
+            { "name": "parse", "metrics": [{ "name": "time", "unit": "ns", "direction": "lower",
+                                             "value": level, "samples": samples }] },
+            { "name": "steady", "metrics": [{ "name": "time", "unit": "ns", "direction": "lower",
+                                              "value": 50.0, "samples": [50.0, 50.1, 49.9, 50.0, 50.05] }] }
+        ]}}]
+    })
+}
+
+#[tokio::test]
+async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
+    let app = TestApp::new().await;
+    let repo = TestRepo::new();
+    let shas: Vec<String> = (0..28)
+        .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
+        .collect();
+    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
+    assert_eq!(
+        app.post("/api/v1/repos", &body).await.0,
+        StatusCode::CREATED
+    );
+
+    let level = |i: usize| if i < 16 { 100.0 } else { 120.0 };
+    for (i, sha) in shas.iter().enumerate().take(24) {
+        let (status, answer) = app
+            .post("/api/v1/repos/r/results", &upload(sha, level(i), i))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let (_, found) = app.get("/api/v1/repos/r/regressions").await;
+    let found = found.as_array().unwrap().clone();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let regression = &found[0];
+    assert_eq!(regression["kind"], "regression");
+    assert_eq!(regression["benchmark"], "parse");
+    assert_eq!(
+        regression["sha"],
+        shas[16].as_str(),
+        "the culprit is the first slow commit"
+    );
+    assert_eq!(regression["previous_sha"], shas[15].as_str());
+    assert!((regression["change_pct"].as_f64().unwrap() - 20.0).abs() < 1.0);
+    assert_eq!(regression["state"], "open");
+
+    // More commits at the new level do not duplicate it.
+    for (i, sha) in shas.iter().enumerate().skip(24) {
+        app.post("/api/v1/repos/r/results", &upload(sha, level(i), i))
+            .await;
+    }
+    let (_, again) = app.get("/api/v1/repos/r/regressions").await;
+    assert_eq!(again.as_array().unwrap().len(), 1, "{again:#?}");
+    let id = again[0]["id"].as_i64().unwrap();
+    assert_eq!(id, regression["id"].as_i64().unwrap());
+
+    // Triage through the API keeps who, when and a note; bad states are refused.
+    let path = format!("/api/v1/repos/r/regressions/{id}/triage");
+    let (status, _) = app
+        .post(&path, &json!({ "state": "ignored", "by": "ada" }))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, triaged) = app
+        .post(
+            &path,
+            &json!({ "state": "acknowledged", "by": "ada", "note": "<b>known</b>" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{triaged}");
+    assert_eq!(triaged["state"], "acknowledged");
+    assert_eq!(triaged["state_by"], "ada");
+    let (_, open) = app.get("/api/v1/repos/r/regressions?state=open").await;
+    assert_eq!(open, json!([]));
+
+    // The page shows the evidence and escapes the note; the form triages without JavaScript.
+    let (status, page) = app
+        .request(
+            "GET",
+            &format!("/repos/r/regressions/{id}"),
+            Body::empty(),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let page = page.as_str().unwrap();
+    assert!(
+        page.contains("&#60;b&#62;known") || page.contains("&lt;b&gt;known"),
+        "note not escaped"
+    );
+    assert!(page.contains("p-value"));
+    let form = Body::from("state=fixed&by=bob&note=reverted");
+    let response = app
+        .form(&format!("/repos/r/regressions/{id}/triage"), form)
+        .await;
+    assert_eq!(response, StatusCode::SEE_OTHER);
+    let (_, fixed) = app.get(&format!("/api/v1/repos/r/regressions/{id}")).await;
+    assert_eq!(
+        (fixed["state"].as_str(), fixed["state_by"].as_str()),
+        (Some("fixed"), Some("bob"))
+    );
+
+    // Compare the culprit with its parent: one regressed row, the steady one unchanged.
+    let (status, report) = app
+        .get(&format!("/api/v1/repos/r/compare?head={}", shas[16]))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["regressed"], 1, "{report:#}");
+    assert_eq!(report["improved"], 0);
+    assert_eq!(report["baseline"], "parent");
+    let (status, csv) = app
+        .get(&format!(
+            "/api/v1/repos/r/compare?base={}&head={}&format=csv",
+            shas[0], shas[1]
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let csv = csv.as_str().unwrap();
+    assert!(csv.starts_with("benchmark,metric,machine"), "{csv}");
+    assert_eq!(csv.lines().count(), 3);
+
+    // The compare page, filtered to significant changes, lists only the regression.
+    let spec = format!("{}...{}", shas[15], shas[16]);
+    let (status, page) = app
+        .request(
+            "GET",
+            &format!("/repos/r/compare/{spec}?significant=1"),
+            Body::empty(),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let page = page.as_str().unwrap();
+    assert!(page.contains("1 regressed"), "{page}");
+    assert_eq!(page.matches("badge regression").count(), 1);
+}
