@@ -119,7 +119,7 @@ fn kymo_toml(kymo: &Path) -> String {
         kymo.display()
     );
     format!(
-        "[[suite]]\nname = \"kernels\"\nrun = {run:?}\nformat = \"kymo\"\nrepeat = 2\ntimeout = \"2m\"\n"
+        "[[suite]]\nname = \"kernels\"\nrun = {run:?}\nformat = \"kymo\"\nrepeat = 2\ntimeout = \"30s\"\n"
     )
 }
 

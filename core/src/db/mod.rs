@@ -20,8 +20,8 @@ pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{JobRow, JobTarget, LeaseSettings};
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
-    BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, HistoryRow, HistoryStatus,
-    RepositorySummary, SeriesPoint,
+    BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,
+    HistoryRow, HistoryStatus, RepositorySummary, SeriesPoint,
 };
 pub use regressions::{AnalysisPoint, FoundChange, RegressionFilter, RegressionRow, TRIAGE_STATES};
 pub use repos::{CommitRecord, RepositoryRow, validate_repository};

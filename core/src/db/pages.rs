@@ -293,3 +293,36 @@ impl Db {
         Ok(points)
     }
 }
+
+/// The environment a machine ran a repository's commits in, in history order.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EnvironmentPoint {
+    pub position: i64,
+    pub kernel: String,
+    pub toolchain: String,
+}
+
+impl Db {
+    /// Kernel and toolchain of the latest run of each commit on one machine, oldest first;
+    /// the trend graph marks where they change.
+    pub async fn environments(
+        &self,
+        repository_id: i64,
+        machine: &str,
+    ) -> Result<Vec<EnvironmentPoint>, DbError> {
+        Ok(sqlx::query_as!(
+            EnvironmentPoint,
+            r#"SELECT c.position AS "position!", u.kernel, u.toolchain
+               FROM runs u JOIN commits c ON c.id = u.commit_id
+               JOIN machines m ON m.id = u.machine_id
+               WHERE c.repository_id = ? AND m.fingerprint = ? AND c.position IS NOT NULL
+                 AND u.id = (SELECT max(v.id) FROM runs v WHERE v.commit_id = u.commit_id
+                             AND v.machine_id = u.machine_id)
+               ORDER BY c.position"#,
+            repository_id,
+            machine
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+}

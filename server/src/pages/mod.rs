@@ -2,6 +2,7 @@
 //! (`HX-Request`), a handler renders only the fragment the page swaps.
 
 mod format;
+mod overlays;
 mod verdicts;
 mod views;
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::format::{summary, utc, value};
 use super::{PageError, PageResult, render};
 use crate::api::{csv_response, load_regression};
-use crate::chart::{TrendChart, TrendPoint, render_trend_svg};
+use crate::chart::{ChangeMarker, MarkerKind, TrendChart, TrendPoint, render_trend_svg};
 use crate::compare::{Baseline, CompareReport, compare_commits};
 use crate::error::AppError;
 use crate::state::AppState;
@@ -154,7 +154,21 @@ pub async fn regression(
         })
         .collect();
     let title = format!("{} · {}", r.metric, r.machine);
-    let svg = render_trend_svg(&TrendChart::new(&title, &r.unit, &trend).with_size(960, 300))
+    let marker = [ChangeMarker {
+        position: r.position.unwrap_or_default() as usize,
+        kind: if r.kind == "regression" {
+            MarkerKind::Regression
+        } else {
+            MarkerKind::Improvement
+        },
+        label: format!("{:+.1} % {}", r.change_pct, r.kind),
+        href: None,
+    }];
+    let chart = TrendChart::new(&title, &r.unit, &trend)
+        .with_size(960, 300)
+        .with_changes(if r.position.is_some() { &marker } else { &[] })
+        .with_baseline(r.baseline, "level before");
+    let svg = render_trend_svg(&chart)
         .map_err(|e| AppError::Internal(anyhow::anyhow!("trend chart: {e}")))?;
     render(&RegressionPage {
         repo,

@@ -3,10 +3,11 @@
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use kymo_core::db::{HistoryStatus, MachineRow};
+use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter, RegressionRow};
 use serde::Deserialize;
 
 use super::format::{change, elapsed, summary, utc, value};
+use super::overlays::overlays;
 use super::{PageResult, is_htmx, render};
 use crate::api::load_commit;
 use crate::chart::{TrendChart, TrendPoint, render_trend_svg};
@@ -249,6 +250,17 @@ pub async fn benchmark(
     if all.is_empty() {
         return Err(AppError::NotFound(format!("benchmark {benchmark:?} not found")).into());
     }
+    let regressions = state
+        .db
+        .regressions(
+            repo.id,
+            &RegressionFilter {
+                benchmark: Some(benchmark.clone()),
+                ..RegressionFilter::default()
+            },
+        )
+        .await?;
+    let mut environments = std::collections::HashMap::new();
     let mut charts = Vec::with_capacity(all.len());
     for series in all {
         let rows = state.db.series_points(series.id, TREND_POINTS).await?;
@@ -269,7 +281,21 @@ pub async fn benchmark(
             })
             .collect();
         let title = format!("{} · {}", series.metric, series.machine);
-        let svg = render_trend_svg(&TrendChart::new(&title, &series.unit, &points))
+        if !environments.contains_key(&series.machine) {
+            let env = state.db.environments(repo.id, &series.machine).await?;
+            environments.insert(series.machine.clone(), env);
+        }
+        let own: Vec<&RegressionRow> = regressions
+            .iter()
+            .filter(|r| r.series_id == series.id)
+            .collect();
+        let drawn = overlays(&repo_name, &rows, &own, &environments[&series.machine]);
+        let chart = TrendChart::new(&title, &series.unit, &points)
+            .with_changes(&drawn.changes)
+            .with_segments(&drawn.segments)
+            .with_band(&drawn.band)
+            .with_annotations(&drawn.annotations);
+        let svg = render_trend_svg(&chart)
             .map_err(|e| AppError::Internal(anyhow::anyhow!("trend chart: {e}")))?;
         charts.push(ChartView {
             metric_query: query_value(&series.metric),

@@ -1,0 +1,158 @@
+//! What the trend graph draws over a series: its change points (linked to their regression
+//! pages), the fitted levels between them with a noise band, and environment changes.
+
+use kymo_core::db::{EnvironmentPoint, RegressionRow, SeriesPoint};
+use kymo_core::stats::{CommitObservation, noise_model};
+
+use crate::chart::{Annotation, BandPoint, ChangeMarker, MarkerKind, Segment};
+
+/// Everything drawn over one series.
+#[derive(Debug, Default)]
+pub struct Overlays {
+    pub changes: Vec<ChangeMarker>,
+    pub segments: Vec<Segment>,
+    pub band: Vec<BandPoint>,
+    pub annotations: Vec<Annotation>,
+}
+
+/// Builds the overlays of a series from its points, its stored change points (any order) and
+/// its machine's environments.
+pub fn overlays(
+    repo: &str,
+    points: &[SeriesPoint],
+    regressions: &[&RegressionRow],
+    environments: &[EnvironmentPoint],
+) -> Overlays {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return Overlays::default();
+    };
+    let mut changes: Vec<&&RegressionRow> = regressions
+        .iter()
+        .filter(|r| r.position.is_some())
+        .collect();
+    changes.sort_by_key(|r| r.position);
+
+    let markers = changes
+        .iter()
+        .map(|r| ChangeMarker {
+            position: r.position.unwrap_or_default() as usize,
+            kind: if r.kind == "regression" {
+                MarkerKind::Regression
+            } else {
+                MarkerKind::Improvement
+            },
+            label: format!("{:+.1} % {} at {}", r.change_pct, r.kind, &r.sha[..10]),
+            href: Some(format!("/repos/{repo}/regressions/{}", r.id)),
+        })
+        .collect();
+
+    // Levels: before the first change its baseline, after each change its new level.
+    let mut segments = Vec::new();
+    let mut from = first.position;
+    let mut level = changes.first().map(|r| r.baseline);
+    for r in &changes {
+        let at = r.position.unwrap_or_default();
+        if let Some(level) = level.filter(|_| at > from) {
+            segments.push(Segment {
+                from: from as usize,
+                to: (at - 1) as usize,
+                level,
+            });
+        }
+        from = at;
+        level = Some(r.value);
+    }
+    if let Some(level) = level {
+        segments.push(Segment {
+            from: from as usize,
+            to: last.position as usize,
+            level,
+        });
+    }
+
+    let observations: Vec<CommitObservation> = points
+        .iter()
+        .map(|p| CommitObservation {
+            position: p.position as usize,
+            value: p.value,
+            samples: Vec::new(),
+        })
+        .collect();
+    let noise = noise_model(&observations).between_commit_pct / 100.0;
+    let band = segments
+        .iter()
+        .flat_map(|s| {
+            let spread = (s.level * noise * 2.0).abs();
+            points
+                .iter()
+                .filter(move |p| (s.from..=s.to).contains(&(p.position as usize)))
+                .map(move |p| BandPoint {
+                    position: p.position as usize,
+                    low: s.level - spread,
+                    high: s.level + spread,
+                })
+        })
+        .collect();
+
+    let annotations = environments
+        .windows(2)
+        .filter_map(|w| {
+            let (before, after) = (&w[0], &w[1]);
+            let mut what = Vec::new();
+            if before.toolchain != after.toolchain {
+                what.push(format!(
+                    "toolchain {} → {}",
+                    before.toolchain, after.toolchain
+                ));
+            }
+            if before.kernel != after.kernel {
+                what.push(format!("kernel {} → {}", before.kernel, after.kernel));
+            }
+            (!what.is_empty()).then(|| Annotation {
+                position: after.position as usize,
+                label: what.join("; "),
+            })
+        })
+        .collect();
+
+    Overlays {
+        changes: markers,
+        segments,
+        band,
+        annotations,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(position: i64, value: f64) -> SeriesPoint {
+        SeriesPoint {
+            position,
+            sha: format!("{position:040x}"),
+            value,
+            samples: "[]".into(),
+        }
+    }
+
+    #[test]
+    fn environment_changes_become_annotations_where_they_happen() {
+        let env = |position, toolchain: &str| EnvironmentPoint {
+            position,
+            kernel: "6.1".into(),
+            toolchain: toolchain.into(),
+        };
+        let points: Vec<SeriesPoint> = (0..4).map(|i| point(i, 1.0)).collect();
+        let o = overlays(
+            "r",
+            &points,
+            &[],
+            &[env(0, "1.94"), env(1, "1.94"), env(2, "1.95")],
+        );
+        assert_eq!(o.annotations.len(), 1);
+        assert_eq!(o.annotations[0].position, 2);
+        assert!(o.annotations[0].label.contains("1.94 → 1.95"));
+        assert!(o.segments.is_empty() && o.changes.is_empty());
+    }
+}
