@@ -89,6 +89,35 @@ where
     });
 }
 
+/// The bursty benchmark's pattern: bursts, then a barrier until everyone has read them, so
+/// subscribers keep going to sleep and being woken mid-burst.
+fn bursts_reach_every_sleeping_subscriber<B>(bus: B)
+where
+    B: BroadcastBus<KernelEvent> + Send,
+{
+    const BURSTS: u64 = 300;
+    const BURST: u64 = 64;
+    let barrier = std::sync::Barrier::new(5);
+    let receivers: Vec<_> = (0..4).map(|_| bus.subscribe()).collect();
+    std::thread::scope(|scope| {
+        for mut rx in receivers {
+            let barrier = &barrier;
+            scope.spawn(move || {
+                for burst in 0..BURSTS {
+                    for i in 0..BURST {
+                        assert_eq!(rx.recv().unwrap().seq, burst * BURST + i);
+                    }
+                    barrier.wait();
+                }
+            });
+        }
+        for burst in 0..BURSTS {
+            bus.publish_batch((0..BURST as usize).map(|i| event(burst * BURST + i as u64)));
+            barrier.wait();
+        }
+    });
+}
+
 fn publishing_without_subscribers_drops_the_message<B: BroadcastBus<KernelEvent>>(bus: B) {
     assert_eq!(bus.publish(event(1)), 0);
     let mut rx = bus.subscribe();
@@ -146,6 +175,16 @@ macro_rules! contract {
                     $backend::new(8192, WakeMode::Every),
                     true,
                 );
+            }
+
+            #[test]
+            fn bursts_with_every_wakes() {
+                bursts_reach_every_sleeping_subscriber($backend::new(2048, WakeMode::Every));
+            }
+
+            #[test]
+            fn bursts_with_edge_wakes() {
+                bursts_reach_every_sleeping_subscriber($backend::new(2048, WakeMode::Edge));
             }
 
             #[test]

@@ -224,6 +224,13 @@ impl<T: Clone> SoaReceiver<T> {
             return SlotRead::Lapped;
         }
         if current & self.bit == 0 {
+            // `current` may predate the stamp we just read (the slot was being rewritten
+            // for this very position). Having seen the new stamp, a second look at the state
+            // sees at least the publisher's claim, so an unchanged state means the message
+            // really was published before we subscribed.
+            if state.load(Ordering::Acquire) != current {
+                return SlotRead::Retry;
+            }
             return SlotRead::NotAddressed;
         }
         if current & TAKING != 0 {
