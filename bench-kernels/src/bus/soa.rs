@@ -92,6 +92,7 @@ impl<T> Shared<T> {
     fn write(&self, position: u64, subscribers: u64, value: T) {
         let index = (position & self.mask) as usize;
         let state = &self.states[index];
+        let mut spins = 0u32;
         let before = loop {
             let current = state.load(Ordering::Relaxed);
             if current & (READERS | TAKING | WRITING) == 0
@@ -101,7 +102,14 @@ impl<T> Shared<T> {
             {
                 break current;
             }
-            std::hint::spin_loop();
+            // A reader inside the slot may have been preempted: on an oversubscribed machine
+            // spinning on would only delay it, so give up the core after a short spin.
+            spins += 1;
+            if spins.is_multiple_of(64) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         };
         if self.stamps[index].load(Ordering::Relaxed) <= position {
             // SAFETY: `WRITING` excludes every reader and taker.
