@@ -564,3 +564,15 @@ run = "hyperfine --export-json - ./x"
         );
     }
 }
+
+#[cfg(test)]
+mod repository_config {
+    use super::*;
+
+    #[test]
+    fn kymos_own_kymo_toml_is_valid() {
+        let config = parse_kymo_toml(include_str!("../../kymo.toml")).unwrap();
+        assert_eq!(config.suites[0].name, "kernels");
+        assert_eq!(config.suites[0].repeat, 3);
+    }
+}
