@@ -218,12 +218,23 @@ struct ChartView {
 }
 
 #[derive(Template)]
-#[template(path = "benchmark.html")]
+#[template(path = "benchmark.html", blocks = ["charts"])]
 struct BenchmarkPage {
     repo: String,
     benchmark: String,
     benchmark_query: String,
     charts: Vec<ChartView>,
+    ranges: [i64; 4],
+    last: i64,
+}
+
+/// The zoom choices of a trend graph: how many of the newest commits it shows.
+const RANGES: [i64; 4] = [20, 100, 1_000, 10_000];
+
+/// The benchmark page's zoom.
+#[derive(Debug, Deserialize)]
+pub struct Zoom {
+    last: Option<i64>,
 }
 
 /// Percent-encodes a query-string value.
@@ -241,7 +252,10 @@ fn query_value(s: &str) -> String {
 pub async fn benchmark(
     State(state): State<AppState>,
     Path((repo_name, benchmark)): Path<(String, String)>,
+    Query(zoom): Query<Zoom>,
+    headers: HeaderMap,
 ) -> PageResult {
+    let last = zoom.last.unwrap_or(TREND_POINTS).clamp(2, 10_000);
     let repo = state.db.repository(&repo_name).await?;
     let all = state
         .db
@@ -263,7 +277,7 @@ pub async fn benchmark(
     let mut environments = std::collections::HashMap::new();
     let mut charts = Vec::with_capacity(all.len());
     for series in all {
-        let rows = state.db.series_points(series.id, TREND_POINTS).await?;
+        let rows = state.db.series_points(series.id, last).await?;
         let points: Vec<TrendPoint> = rows
             .iter()
             .map(|p| {
@@ -307,12 +321,18 @@ pub async fn benchmark(
             svg,
         });
     }
-    render(&BenchmarkPage {
+    let page = BenchmarkPage {
         repo: repo_name,
         benchmark_query: query_value(&benchmark),
         benchmark,
         charts,
-    })
+        ranges: RANGES,
+        last,
+    };
+    if is_htmx(&headers) {
+        return render(&page.as_charts());
+    }
+    render(&page)
 }
 
 struct JobView {

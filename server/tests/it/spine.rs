@@ -42,6 +42,17 @@ fn three_runs_become_three_points_on_the_trend_graph() {
     }
     assert_eq!(page.matches("<a ").count() - nav_links(&page), 3, "{page}");
 
+    // Zooming to the last two commits re-renders the graph; htmx gets only the charts.
+    let zoomed = "/repos/demo/benchmarks/parse/small%7Bsize=16%7D?last=2";
+    let (_, page) = server.get(zoomed);
+    assert_eq!(page.matches("<a ").count() - nav_links(&page), 2, "{page}");
+    let mut fragment = ureq::get(format!("{}{zoomed}", server.url))
+        .header("HX-Request", "true")
+        .call()
+        .unwrap();
+    let fragment = fragment.body_mut().read_to_string().unwrap();
+    assert!(fragment.contains("<svg") && !fragment.contains("<html"), "{fragment}");
+
     // Every value is on its commit page, with the change against the parent.
     let (_, second) = server.get(&format!("/repos/demo/commits/{}", shas[1]));
     assert!(second.contains("112.5 ns"), "{second}");
