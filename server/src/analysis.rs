@@ -1,7 +1,11 @@
 //! Re-analysis of the series a run touched: change-point detection over each series'
 //! history, stored as regressions and improvements with their evidence.
 
-use kymo_core::db::{AnalysisPoint, FoundChange};
+use std::collections::HashMap;
+
+use kymo_core::db::{
+    AnalysisPoint, FoundChange, SensitivityRule, SeriesToAnalyse, sensitivity_for,
+};
 use kymo_core::model::Direction;
 use kymo_core::stats::{CommitObservation, Sensitivity, VerdictKind, detect_change_points};
 
@@ -15,32 +19,37 @@ pub async fn analyse_run(state: &AppState, run_id: i64) -> AppResult<Vec<i64>> {
     analyse_series(state, &series).await
 }
 
-/// Re-analyses every series of a repository (after its history was rewritten, or to settle
-/// the analysis of the latest runs before reporting on them).
+/// Re-analyses every series of a repository (after its sensitivity changed, or to settle the
+/// analysis of the latest runs before reporting on them).
 pub async fn analyse_repository(state: &AppState, repository_id: i64) -> AppResult<Vec<i64>> {
-    let series: Vec<(i64, String)> = state
+    let series: Vec<SeriesToAnalyse> = state
         .db
         .series(repository_id, None, None, None)
         .await?
         .into_iter()
-        .map(|s| (s.id, s.direction))
+        .map(|s| SeriesToAnalyse {
+            id: s.id,
+            repository_id,
+            benchmark: s.benchmark,
+            direction: s.direction,
+        })
         .collect();
     analyse_series(state, &series).await
 }
 
-async fn analyse_series(state: &AppState, series: &[(i64, String)]) -> AppResult<Vec<i64>> {
-    let sensitivity = Sensitivity::default();
+async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResult<Vec<i64>> {
+    let mut rules: HashMap<i64, Vec<SensitivityRule>> = HashMap::new();
     let mut created = Vec::new();
-    for (series_id, direction) in series {
-        let direction = Direction::parse(direction).unwrap_or(Direction::Lower);
-        let points = state.db.analysis_points(*series_id).await?;
+    for s in series {
+        if !rules.contains_key(&s.repository_id) {
+            let loaded = state.db.sensitivity_rules(s.repository_id).await?;
+            rules.insert(s.repository_id, loaded);
+        }
+        let sensitivity = sensitivity_for(&rules[&s.repository_id], &s.benchmark);
+        let direction = Direction::parse(&s.direction).unwrap_or(Direction::Lower);
+        let points = state.db.analysis_points(s.id).await?;
         let found = changes_in(&points, direction, &sensitivity);
-        created.extend(
-            state
-                .db
-                .record_changes(*series_id, &found, state.now())
-                .await?,
-        );
+        created.extend(state.db.record_changes(s.id, &found, state.now()).await?);
     }
     if !created.is_empty() {
         tracing::info!(new = created.len(), "change points found");

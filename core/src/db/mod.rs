@@ -8,6 +8,7 @@ mod machines;
 mod pages;
 mod regressions;
 mod repos;
+mod sensitivity;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -23,8 +24,11 @@ pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,
     HistoryRow, HistoryStatus, RepositorySummary, SeriesPoint,
 };
-pub use regressions::{AnalysisPoint, FoundChange, RegressionFilter, RegressionRow, TRIAGE_STATES};
+pub use regressions::{
+    AnalysisPoint, FoundChange, RegressionFilter, RegressionRow, SeriesToAnalyse, TRIAGE_STATES,
+};
 pub use repos::{CommitRecord, RepositoryRow, validate_repository};
+pub use sensitivity::{SensitivityRule, sensitivity_for};
 
 /// A failure of the storage layer, or a request it refuses.
 #[derive(Debug, thiserror::Error)]

@@ -11,6 +11,15 @@ pub struct AnalysisPoint {
     pub samples: Vec<f64>,
 }
 
+/// A series the analysis is to look at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesToAnalyse {
+    pub id: i64,
+    pub repository_id: i64,
+    pub benchmark: String,
+    pub direction: String,
+}
+
 /// A change point the analysis found, ready to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoundChange {
@@ -107,15 +116,17 @@ impl Db {
     }
 
     /// The series a run measured.
-    pub async fn run_series(&self, run_id: i64) -> Result<Vec<(i64, String)>, DbError> {
-        let rows = sqlx::query!(
-            r#"SELECT s.id, s.direction FROM measurements x JOIN series s ON s.id = x.series_id
+    pub async fn run_series(&self, run_id: i64) -> Result<Vec<SeriesToAnalyse>, DbError> {
+        Ok(sqlx::query_as!(
+            SeriesToAnalyse,
+            r#"SELECT s.id, b.repository_id, b.name AS benchmark, s.direction
+               FROM measurements x JOIN series s ON s.id = x.series_id
+               JOIN benchmarks b ON b.id = s.benchmark_id
                WHERE x.run_id = ?"#,
             run_id
         )
         .fetch_all(&self.reader)
-        .await?;
-        Ok(rows.into_iter().map(|r| (r.id, r.direction)).collect())
+        .await?)
     }
 
     /// Stores the change points of one series' latest analysis. A change point within a few

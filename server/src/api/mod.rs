@@ -40,6 +40,10 @@ pub fn router() -> Router<AppState> {
             post(verdicts::triage),
         )
         .route("/repos/{repo}/compare", get(verdicts::compare))
+        .route(
+            "/repos/{repo}/sensitivity",
+            get(verdicts::sensitivity).put(verdicts::set_sensitivity),
+        )
         .route("/jobs", get(queue::jobs))
         .route("/jobs/{id}", get(queue::job))
         .route("/machines", get(queue::machines))

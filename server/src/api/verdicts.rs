@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use kymo_core::db::{RegressionFilter, RegressionRow};
+use kymo_core::db::{RegressionFilter, RegressionRow, SensitivityRule};
 use serde::Deserialize;
 
 use super::ApiJson;
@@ -113,4 +113,28 @@ pub fn csv_response(report: &crate::compare::CompareReport) -> Response {
         to_csv(report),
     )
         .into_response()
+}
+
+pub async fn sensitivity(
+    State(state): State<AppState>,
+    Path(repo): Path<String>,
+) -> AppResult<Json<Vec<SensitivityRule>>> {
+    let repo = state.db.repository(&repo).await?;
+    Ok(Json(state.db.sensitivity_rules(repo.id).await?))
+}
+
+/// Stores a sensitivity rule (`benchmark` empty or absent for the whole repository) and
+/// re-analyses the repository's history under it.
+pub async fn set_sensitivity(
+    State(state): State<AppState>,
+    Path(repo): Path<String>,
+    ApiJson(rule): ApiJson<SensitivityRule>,
+) -> AppResult<Json<Vec<SensitivityRule>>> {
+    let repo = state.db.repository(&repo).await?;
+    state
+        .db
+        .set_sensitivity(repo.id, &rule, state.now())
+        .await?;
+    crate::analysis::analyse_repository(&state, repo.id).await?;
+    Ok(Json(state.db.sensitivity_rules(repo.id).await?))
 }

@@ -51,7 +51,10 @@ fn three_runs_become_three_points_on_the_trend_graph() {
         .call()
         .unwrap();
     let fragment = fragment.body_mut().read_to_string().unwrap();
-    assert!(fragment.contains("<svg") && !fragment.contains("<html"), "{fragment}");
+    assert!(
+        fragment.contains("<svg") && !fragment.contains("<html"),
+        "{fragment}"
+    );
 
     // Every value is on its commit page, with the change against the parent.
     let (_, second) = server.get(&format!("/repos/demo/commits/{}", shas[1]));

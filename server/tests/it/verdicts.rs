@@ -148,4 +148,41 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
     let page = page.as_str().unwrap();
     assert!(page.contains("1 regressed"), "{page}");
     assert_eq!(page.matches("badge regression").count(), 1);
+
+    // A benchmark's sensitivity can be raised: a 20 % change is then below its floor.
+    let request = |body: Value| Body::from(body.to_string());
+    let (status, _) = app
+        .request(
+            "PUT",
+            "/api/v1/repos/r/sensitivity",
+            request(json!({ "overrides": { "alpha": 7.0 } })),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "nonsense settings are refused"
+    );
+    let (status, _) = app
+        .request(
+            "PUT",
+            "/api/v1/repos/r/sensitivity",
+            request(json!({ "overrides": { "colour": 1 } })),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown keys are refused"
+    );
+    let rule = json!({ "benchmark": "par", "overrides": { "min_effect_pct": 50.0 } });
+    let (status, rules) = app
+        .request("PUT", "/api/v1/repos/r/sensitivity", request(rule), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{rules}");
+    assert_eq!(rules[0]["benchmark"], "par");
+    let (_, after) = app.get("/api/v1/repos/r/regressions").await;
+    assert_eq!(after, json!([]), "re-analysed under the new floor");
 }
