@@ -229,6 +229,19 @@ impl Db {
 
     /// Jobs for the queue page: waiting and running first, then the latest finished ones.
     pub async fn jobs(&self, limit: i64) -> Result<Vec<JobRow>, DbError> {
+        self.job_rows(None, limit).await
+    }
+
+    /// One job.
+    pub async fn job(&self, id: i64) -> Result<JobRow, DbError> {
+        self.job_rows(Some(id), 1)
+            .await?
+            .pop()
+            .ok_or_else(|| DbError::NotFound(format!("job {id}")))
+    }
+
+    /// Jobs in queue-page order: all of them, or the one with `id`.
+    async fn job_rows(&self, id: Option<i64>, limit: i64) -> Result<Vec<JobRow>, DbError> {
         Ok(sqlx::query_as!(
             JobRow,
             r#"SELECT j.id, r.name AS repository, c.sha, c.message, m.fingerprint AS "machine?",
@@ -236,31 +249,16 @@ impl Db {
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                            LEFT JOIN machines m ON m.id = j.machine_id
+               WHERE ?1 IS NULL OR j.id = ?1
                ORDER BY CASE j.state WHEN 'running' THEN 0 WHEN 'queued' THEN 1 ELSE 2 END,
                         CASE WHEN j.state IN ('running', 'queued') THEN j.id ELSE -coalesce(j.finished_at, 0) END,
                         j.id DESC
-               LIMIT ?"#,
+               LIMIT ?2"#,
+            id,
             limit
         )
         .fetch_all(&self.reader)
         .await?)
-    }
-
-    /// One job.
-    pub async fn job(&self, id: i64) -> Result<JobRow, DbError> {
-        sqlx::query_as!(
-            JobRow,
-            r#"SELECT j.id, r.name AS repository, c.sha, c.message, m.fingerprint AS "machine?",
-                      j.state, j.attempts, j.created_at, j.started_at, j.finished_at, j.error, j.log_tail
-               FROM jobs j JOIN repositories r ON r.id = j.repository_id
-                           JOIN commits c ON c.id = j.commit_id
-                           LEFT JOIN machines m ON m.id = j.machine_id
-               WHERE j.id = ?"#,
-            id
-        )
-        .fetch_optional(&self.reader)
-        .await?
-        .ok_or_else(|| DbError::NotFound(format!("job {id}")))
     }
 }
 

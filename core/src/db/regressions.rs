@@ -208,10 +208,30 @@ impl Db {
         Ok(created)
     }
 
-    /// Regressions and improvements of a repository, newest commit first.
+    /// Regressions and improvements of a repository that the latest analysis still finds,
+    /// newest commit first.
     pub async fn regressions(
         &self,
         repository_id: i64,
+        filter: &RegressionFilter,
+    ) -> Result<Vec<RegressionRow>, DbError> {
+        self.regression_rows(Some(repository_id), None, filter)
+            .await
+    }
+
+    /// One regression, active or not.
+    pub async fn regression(&self, id: i64) -> Result<RegressionRow, DbError> {
+        self.regression_rows(None, Some(id), &RegressionFilter::default())
+            .await?
+            .pop()
+            .ok_or_else(|| DbError::NotFound(format!("regression {id}")))
+    }
+
+    /// The active regressions of a repository matching `filter`, or the one with `id`.
+    async fn regression_rows(
+        &self,
+        repository_id: Option<i64>,
+        id: Option<i64>,
         filter: &RegressionFilter,
     ) -> Result<Vec<RegressionRow>, DbError> {
         let min_change = filter.min_change.unwrap_or(0.0);
@@ -229,10 +249,11 @@ impl Db {
                JOIN machines m ON m.id = s.machine_id
                JOIN commits c ON c.id = g.commit_id
                LEFT JOIN commits p ON p.id = g.previous_id
-               WHERE r.id = ?1 AND g.active = 1
-                 AND (?2 IS NULL OR g.state = ?2) AND (?3 IS NULL OR g.kind = ?3)
-                 AND (?4 IS NULL OR m.fingerprint = ?4) AND (?5 IS NULL OR instr(b.name, ?5) > 0)
-                 AND abs(g.change_pct) >= ?6
+               WHERE (?7 IS NOT NULL AND g.id = ?7)
+                  OR (?7 IS NULL AND r.id = ?1 AND g.active = 1
+                      AND (?2 IS NULL OR g.state = ?2) AND (?3 IS NULL OR g.kind = ?3)
+                      AND (?4 IS NULL OR m.fingerprint = ?4) AND (?5 IS NULL OR instr(b.name, ?5) > 0)
+                      AND abs(g.change_pct) >= ?6)
                ORDER BY c.position DESC, abs(g.change_pct) DESC
                LIMIT 1000"#,
             repository_id,
@@ -240,34 +261,11 @@ impl Db {
             filter.kind,
             filter.machine,
             filter.benchmark,
-            min_change
+            min_change,
+            id
         )
         .fetch_all(&self.reader)
         .await?)
-    }
-
-    /// One regression.
-    pub async fn regression(&self, id: i64) -> Result<RegressionRow, DbError> {
-        sqlx::query_as!(
-            RegressionRow,
-            r#"SELECT g.id, r.name AS repository, g.series_id, b.name AS benchmark, s.metric, s.unit,
-                      s.direction, m.fingerprint AS machine, c.sha, c.message, c.position,
-                      p.sha AS "previous_sha?", g.kind, g.baseline, g.value, g.change_pct, g.ci_low_pct,
-                      g.ci_high_pct, g.p_value, g.noise_pct, g.segment_before, g.segment_after, g.method,
-                      g.active AS "active: bool", g.state, g.state_by, g.state_at, g.note, g.detected_at
-               FROM regressions g
-               JOIN series s ON s.id = g.series_id
-               JOIN benchmarks b ON b.id = s.benchmark_id
-               JOIN repositories r ON r.id = b.repository_id
-               JOIN machines m ON m.id = s.machine_id
-               JOIN commits c ON c.id = g.commit_id
-               LEFT JOIN commits p ON p.id = g.previous_id
-               WHERE g.id = ?"#,
-            id
-        )
-        .fetch_optional(&self.reader)
-        .await?
-        .ok_or_else(|| DbError::NotFound(format!("regression {id}")))
     }
 
     /// Moves a regression to a triage state, recording who did it and when, with a note.
