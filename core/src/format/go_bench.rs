@@ -181,7 +181,7 @@ fn into_benchmark(collected: Collected) -> Found {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::tests::assert_valid;
+    use crate::format::tests::{assert_valid, metric_shapes};
 
     const GOLDEN: &[u8] = include_bytes!("../../tests/data/go-bench/bench.txt");
 
@@ -213,18 +213,7 @@ mod tests {
         assert_eq!(sum.metrics[0].value, 62.63);
         assert_eq!(sum.metrics[0].unit, "ns");
         let copy = &suite.benchmarks[3];
-        let units: Vec<_> = copy
-            .metrics
-            .iter()
-            .map(|m| {
-                (
-                    m.name.as_str(),
-                    m.unit.as_str(),
-                    m.direction,
-                    m.samples.len(),
-                )
-            })
-            .collect();
+        let units = metric_shapes(copy);
         assert_eq!(
             units,
             [

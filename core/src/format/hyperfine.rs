@@ -76,7 +76,7 @@ pub fn parse_hyperfine(bytes: &[u8]) -> Result<SuiteResults, FormatError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::tests::assert_valid;
+    use crate::format::tests::{assert_valid, metric_shapes};
 
     fn refused(doc: &str) -> String {
         parse_hyperfine(doc.as_bytes()).unwrap_err().to_string()
@@ -90,18 +90,7 @@ mod tests {
         let names: Vec<_> = suite.benchmarks.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["sleep", "seq 1000"]);
         let sleep = &suite.benchmarks[0];
-        let metrics: Vec<_> = sleep
-            .metrics
-            .iter()
-            .map(|m| {
-                (
-                    m.name.as_str(),
-                    m.unit.as_str(),
-                    m.direction,
-                    m.samples.len(),
-                )
-            })
-            .collect();
+        let metrics = metric_shapes(sleep);
         assert_eq!(
             metrics,
             [

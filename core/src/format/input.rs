@@ -11,20 +11,20 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::json_place::{json_error, line_column, walk};
+use super::json_place::{PathStyle, from_json_text, line_column};
 use super::kymo::{
-    FormatError, MAX_BENCHMARKS, MAX_DOCUMENT_BYTES, MAX_METRICS_PER_BENCHMARK, MAX_NESTING_DEPTH,
+    FormatError, MAX_BENCHMARKS, MAX_DOCUMENT_BYTES, MAX_METRICS_PER_BENCHMARK,
     MAX_PARAMS_PER_BENCHMARK,
 };
 use crate::model::Direction;
 use crate::results::{BenchmarkResult, MAX_SAMPLES_PER_METRIC, MetricResult, SuiteResults};
 
 // The server's limits (`results::validate_suites`), so that what parses here is stored there.
-const MAX_BENCHMARK_NAME_BYTES: usize = 200;
-const MAX_METRIC_NAME_BYTES: usize = 64;
-const MAX_PARAM_NAME_BYTES: usize = 64;
-const MAX_PARAM_VALUE_BYTES: usize = 200;
-const MAX_UNIT_BYTES: usize = 32;
+pub(crate) const MAX_BENCHMARK_NAME_BYTES: usize = 200;
+pub(crate) const MAX_METRIC_NAME_BYTES: usize = 64;
+pub(crate) const MAX_PARAM_NAME_BYTES: usize = 64;
+pub(crate) const MAX_PARAM_VALUE_BYTES: usize = 200;
+pub(crate) const MAX_UNIT_BYTES: usize = 32;
 
 /// An error about a place in the document that is not a JSON syntax or type error.
 pub(crate) fn invalid(place: impl Into<String>, reason: impl Into<String>) -> FormatError {
@@ -59,18 +59,7 @@ pub(crate) fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, FormatEr
     if text.trim().is_empty() {
         return Err(no_results());
     }
-    // serde_json recurses up to 128 levels; the limit is checked first, without recursion.
-    let walk = walk(text, text.len());
-    if let Some(at) = walk.too_deep_at {
-        let (line, column) = line_column(text.as_bytes(), at);
-        return Err(FormatError::Json {
-            place: walk.path(text),
-            line,
-            column,
-            reason: format!("nested deeper than {MAX_NESTING_DEPTH} levels"),
-        });
-    }
-    serde_json::from_str(text).map_err(|e| json_error(text, &e))
+    from_json_text(text, PathStyle::Quoted)
 }
 
 /// A number scaled to kymo's unit (`scale` = 1e9 turns seconds into ns), refused unless it is
@@ -138,7 +127,13 @@ pub(crate) fn finish(found: Vec<Found>) -> Result<SuiteResults, FormatError> {
 
 fn check_benchmark(place: &str, bench: &BenchmarkResult) -> Result<(), FormatError> {
     let fail = |reason: String| invalid(place, reason);
-    check_text("the benchmark name", &bench.name, MAX_BENCHMARK_NAME_BYTES).map_err(fail)?;
+    check_text(
+        "the benchmark name",
+        &bench.name,
+        MAX_BENCHMARK_NAME_BYTES,
+        Echo::Quoted,
+    )
+    .map_err(fail)?;
     if bench.params.len() > MAX_PARAMS_PER_BENCHMARK {
         let reason = format!("has {} parameters", bench.params.len());
         return Err(fail(format!(
@@ -146,9 +141,9 @@ fn check_benchmark(place: &str, bench: &BenchmarkResult) -> Result<(), FormatErr
         )));
     }
     for (key, value) in &bench.params {
-        check_text("a parameter name", key, MAX_PARAM_NAME_BYTES).map_err(fail)?;
+        check_text("a parameter name", key, MAX_PARAM_NAME_BYTES, Echo::Quoted).map_err(fail)?;
         let what = format!("parameter {}", shown(key));
-        check_text(&what, value, MAX_PARAM_VALUE_BYTES).map_err(fail)?;
+        check_text(&what, value, MAX_PARAM_VALUE_BYTES, Echo::Quoted).map_err(fail)?;
     }
     if bench.metrics.is_empty() || bench.metrics.len() > MAX_METRICS_PER_BENCHMARK {
         let reason = format!(
@@ -159,7 +154,13 @@ fn check_benchmark(place: &str, bench: &BenchmarkResult) -> Result<(), FormatErr
     }
     let mut names = HashSet::new();
     for metric in &bench.metrics {
-        check_text("a metric name", &metric.name, MAX_METRIC_NAME_BYTES).map_err(fail)?;
+        check_text(
+            "a metric name",
+            &metric.name,
+            MAX_METRIC_NAME_BYTES,
+            Echo::Quoted,
+        )
+        .map_err(fail)?;
         let what = format!("metric {}", shown(&metric.name));
         if !names.insert(&metric.name) {
             return Err(fail(format!("{what} appears twice")));
@@ -182,23 +183,37 @@ fn check_benchmark(place: &str, bench: &BenchmarkResult) -> Result<(), FormatErr
     Ok(())
 }
 
+/// How [`check_text`] words a refusal: tools' parsers quote the start of the text after what
+/// it is, kymo's own parser names only what it is.
+#[derive(Clone, Copy)]
+pub(crate) enum Echo {
+    /// Empty text is refused, and the start of the text is quoted.
+    Quoted,
+    /// Empty text is refused, and the text is not quoted.
+    Bare,
+    /// As `Bare`, but empty text is accepted.
+    BareMayBeEmpty,
+}
+
 /// Checks a name or other text for emptiness, length in bytes and control characters.
-fn check_text(what: &str, text: &str, max: usize) -> Result<(), String> {
-    if text.trim().is_empty() {
+pub(crate) fn check_text(what: &str, text: &str, max: usize, echo: Echo) -> Result<(), String> {
+    if !matches!(echo, Echo::BareMayBeEmpty) && text.trim().is_empty() {
         return Err(format!("{what} is empty"));
     }
+    let subject = match echo {
+        Echo::Quoted => format!("{what} {}", shown(text)),
+        Echo::Bare | Echo::BareMayBeEmpty => what.to_string(),
+    };
     if text.len() > max {
-        let start = shown(text);
         return Err(format!(
-            "{what} {start} is {} bytes; at most {max} are accepted",
+            "{subject} is {} bytes; at most {max} are accepted",
             text.len()
         ));
     }
     if let Some(c) = text.chars().find(|c| c.is_control()) {
         let code = c as u32;
         return Err(format!(
-            "{what} {} contains the control character U+{code:04X}",
-            shown(text)
+            "{subject} contains the control character U+{code:04X}"
         ));
     }
     Ok(())
@@ -304,5 +319,51 @@ impl<'de, T: Deserialize<'de>, const N: usize> Deserialize<'de> for Entries<T, N
             }
         }
         deserializer.deserialize_map(EntriesVisitor(PhantomData))
+    }
+}
+
+/// A parameter value in its canonical text form, or what was found instead of a scalar.
+pub(crate) enum ParamValue {
+    Text(String),
+    Refused(&'static str),
+}
+
+impl<'de> Deserialize<'de> for ParamValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ParamVisitor;
+        impl<'de> Visitor<'de> for ParamVisitor {
+            type Value = ParamValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string, number or boolean")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ParamValue, E> {
+                Ok(ParamValue::Text(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ParamValue, E> {
+                Ok(ParamValue::Text(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ParamValue, E> {
+                Ok(ParamValue::Text(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ParamValue, E> {
+                Ok(ParamValue::Text(v.to_string()))
+            }
+            // Rust's shortest round-trip form, so that `64`, `64.0` and `"64"` name one benchmark.
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ParamValue, E> {
+                Ok(ParamValue::Text(v.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ParamValue, E> {
+                Ok(ParamValue::Refused("null"))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ParamValue, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(ParamValue::Refused("a list"))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamValue, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ParamValue::Refused("an object"))
+            }
+        }
+        deserializer.deserialize_any(ParamVisitor)
     }
 }

@@ -4,11 +4,42 @@
 
 use std::ops::Range;
 
+use serde::de::DeserializeOwned;
+
 use super::kymo::{FormatError, MAX_NESTING_DEPTH};
+
+/// How a path spells object keys. Tools' documents have keys of any text, so odd ones are
+/// quoted; kymo's own format has plain keys, and its golden messages write each after a dot.
+#[derive(Clone, Copy)]
+pub(crate) enum PathStyle {
+    /// `a.b["c d"]`: plain keys after a dot, others quoted in brackets.
+    Quoted,
+    /// `a.b.c d`: every key after a dot, control characters replaced.
+    Dotted,
+}
+
+/// Reads JSON text into `T`, checking the nesting limit first: serde_json recurses up to 128
+/// levels, so the limit is checked without recursion before it starts.
+pub(crate) fn from_json_text<T: DeserializeOwned>(
+    text: &str,
+    style: PathStyle,
+) -> Result<T, FormatError> {
+    let walk = walk(text, text.len());
+    if let Some(at) = walk.too_deep_at {
+        let (line, column) = line_column(text.as_bytes(), at);
+        return Err(FormatError::Json {
+            place: walk.path(text, style),
+            line,
+            column,
+            reason: format!("nested deeper than {MAX_NESTING_DEPTH} levels"),
+        });
+    }
+    serde_json::from_str(text).map_err(|e| json_error(text, &e, style))
+}
 
 /// Turns a serde_json error into one naming the JSON path, and explains the non-numbers
 /// (`NaN`, `Infinity`) that Python's `json` module and some C++ writers emit.
-pub(crate) fn json_error(text: &str, error: &serde_json::Error) -> FormatError {
+fn json_error(text: &str, error: &serde_json::Error, style: PathStyle) -> FormatError {
     let (line, column) = (error.line(), error.column());
     let read = bytes_read(text, line, column);
     let message = error.to_string();
@@ -17,6 +48,7 @@ pub(crate) fn json_error(text: &str, error: &serde_json::Error) -> FormatError {
     let reason = match (error.classify(), non_number_at(text, read)) {
         (serde_json::error::Category::Data, _) => message.to_string(),
         (_, Some(word)) => format!("{word} is not a JSON number; values must be finite"),
+        // 1e999 is valid JSON, but not a finite f64.
         (_, None) if message == "number out of range" => {
             format!("{message}; values must be finite")
         }
@@ -29,7 +61,7 @@ pub(crate) fn json_error(text: &str, error: &serde_json::Error) -> FormatError {
         None => reason,
     };
     FormatError::Json {
-        place: walk(text, read).path(text),
+        place: walk(text, read).path(text, style),
         line,
         column,
         reason,
@@ -76,9 +108,9 @@ fn bytes_read(text: &str, line: usize, column: usize) -> usize {
 
 /// Where a byte-level walk through JSON text ended: the open arrays and objects, each with the
 /// member being read. The walk needs no recursion and does not trust the text to be valid.
-pub(crate) struct Walk {
+struct Walk {
     frames: Vec<Frame>,
-    pub(crate) too_deep_at: Option<usize>,
+    too_deep_at: Option<usize>,
 }
 
 struct Frame {
@@ -93,7 +125,7 @@ enum Member {
 }
 
 /// Walks the first `len` bytes of `text`, stopping at a bracket nested too deep.
-pub(crate) fn walk(text: &str, len: usize) -> Walk {
+fn walk(text: &str, len: usize) -> Walk {
     let mut frames: Vec<Frame> = Vec::new();
     // Inside a string: `Some(Some(start))` for an object key, `Some(None)` for a value.
     let mut string: Option<Option<usize>> = None;
@@ -151,7 +183,7 @@ pub(crate) fn walk(text: &str, len: usize) -> Walk {
 
 impl Walk {
     /// The JSON path of the innermost value, like `results[3].times` or `["a.b"].latency`.
-    pub(crate) fn path(&self, text: &str) -> String {
+    fn path(&self, text: &str, style: PathStyle) -> String {
         const MAX_PATH_BYTES: usize = 160;
         const MAX_KEY_CHARS: usize = 40;
         let mut path = String::new();
@@ -162,16 +194,8 @@ impl Walk {
             }
             match member {
                 Member::Key(range) => {
-                    let key: String = text[range.clone()].chars().take(MAX_KEY_CHARS).collect();
-                    let plain = !key.is_empty()
-                        && key
-                            .chars()
-                            .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
-                    match (plain, path.is_empty()) {
-                        (true, true) => path.push_str(&key),
-                        (true, false) => path.push_str(&format!(".{key}")),
-                        (false, _) => path.push_str(&format!("[{key:?}]")),
-                    }
+                    let key = text[range.clone()].chars().take(MAX_KEY_CHARS);
+                    push_key(&mut path, key.collect(), style);
                 }
                 Member::Index(n) => path.push_str(&format!("[{n}]")),
             }
@@ -184,13 +208,36 @@ impl Walk {
     }
 }
 
+fn push_key(path: &mut String, key: String, style: PathStyle) {
+    let plain = match style {
+        PathStyle::Quoted => {
+            !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        }
+        PathStyle::Dotted => true,
+    };
+    if !plain {
+        path.push_str(&format!("[{key:?}]"));
+        return;
+    }
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.extend(
+        key.chars()
+            .map(|c| if c.is_control() { '\u{fffd}' } else { c }),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn path_at(text: &str, marker: char) -> String {
         let at = text.find(marker).expect("a marker");
-        walk(text, at).path(text)
+        walk(text, at).path(text, PathStyle::Quoted)
     }
 
     #[test]

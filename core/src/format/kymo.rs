@@ -8,12 +8,16 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::Range;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::hdr::DocumentHistograms;
+use super::input::{
+    Echo, MAX_BENCHMARK_NAME_BYTES, MAX_METRIC_NAME_BYTES, MAX_PARAM_NAME_BYTES,
+    MAX_PARAM_VALUE_BYTES, MAX_UNIT_BYTES, Object, ParamValue, check_text, invalid, shown, text_of,
+};
+use super::json_place::{PathStyle, from_json_text};
 use crate::model::Direction;
 use crate::results::{BenchmarkResult, MAX_SAMPLES_PER_METRIC, MetricResult, SuiteResults, median};
 
@@ -27,13 +31,6 @@ pub const MAX_BENCHMARKS: usize = 10_000;
 pub const MAX_METRICS_PER_BENCHMARK: usize = 64;
 /// The most parameters one benchmark may have.
 pub const MAX_PARAMS_PER_BENCHMARK: usize = 32;
-// Length limits in bytes, the same as the server's (`results::validate_suites`), so that what
-// parses here is never refused there.
-const MAX_BENCHMARK_NAME_BYTES: usize = 200;
-const MAX_METRIC_NAME_BYTES: usize = 64;
-const MAX_PARAM_NAME_BYTES: usize = 64;
-const MAX_PARAM_VALUE_BYTES: usize = 200;
-const MAX_UNIT_BYTES: usize = 32;
 
 /// Why a result document was refused. Shared by every format parser; each message names the
 /// place in the document.
@@ -58,40 +55,12 @@ pub enum FormatError {
     Invalid { place: String, reason: String },
 }
 
-fn invalid(place: &str, reason: impl Into<String>) -> FormatError {
-    FormatError::Invalid {
-        place: place.to_string(),
-        reason: reason.into(),
-    }
-}
-
 /// Parses and validates one kymo JSON document. A metric without `value` gets the median of its
 /// `samples`, or else the p50 of its `hdr` histogram.
 pub fn parse_kymo_json(bytes: &[u8]) -> Result<SuiteResults, FormatError> {
-    if bytes.len() > MAX_DOCUMENT_BYTES {
-        return Err(FormatError::TooLarge {
-            size: bytes.len(),
-            max: MAX_DOCUMENT_BYTES,
-        });
-    }
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let (line, column) = line_column(bytes, e.valid_up_to());
-        FormatError::NotUtf8 { line, column }
-    })?;
-    // serde_json stops at 128 levels; the format's own limit is checked first, without recursion.
-    let scan = scan(text, text.len());
-    if let Some(at) = scan.too_deep_at {
-        let (line, column) = line_column(text.as_bytes(), at);
-        let reason = format!("nested deeper than {MAX_NESTING_DEPTH} levels");
-        return Err(FormatError::Json {
-            place: scan.path(text),
-            line,
-            column,
-            reason,
-        });
-    }
-    let raw: Object<RawDocument> = serde_json::from_str(text).map_err(|e| json_error(text, &e))?;
-    validate(raw.0)
+    let text = text_of(bytes)?;
+    let Object(raw) = from_json_text::<Object<RawDocument>>(text, PathStyle::Dotted)?;
+    validate(raw)
 }
 
 #[derive(Deserialize)]
@@ -114,26 +83,6 @@ struct RawMetric {
     value: Option<f64>,
     samples: Option<Capped<f64, MAX_SAMPLES_PER_METRIC>>,
     hdr: Option<String>,
-}
-
-/// A struct read from a JSON object only. Derived structs also accept a JSON list of their
-/// fields by position, which would let a mistaken list pass as a benchmark.
-struct Object<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
-            type Value = Object<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Object)
-            }
-        }
-        deserializer.deserialize_map(ObjectVisitor(PhantomData))
-    }
 }
 
 /// A JSON list of which at most `N` items are kept; the rest are only counted, so that an
@@ -176,12 +125,6 @@ struct RawParams {
     total: usize,
 }
 
-/// A parameter value in canonical text form, or what was found instead of a scalar.
-enum ParamValue {
-    Text(String),
-    Refused(&'static str),
-}
-
 impl<'de> Deserialize<'de> for RawParams {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct ParamsVisitor;
@@ -210,46 +153,6 @@ impl<'de> Deserialize<'de> for RawParams {
     }
 }
 
-impl<'de> Deserialize<'de> for ParamValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ParamVisitor;
-        impl<'de> Visitor<'de> for ParamVisitor {
-            type Value = ParamValue;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string, number or boolean")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ParamValue, E> {
-                Ok(ParamValue::Text(v.to_string()))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ParamValue, E> {
-                Ok(ParamValue::Text(v.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ParamValue, E> {
-                Ok(ParamValue::Text(v.to_string()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ParamValue, E> {
-                Ok(ParamValue::Text(v.to_string()))
-            }
-            // Rust's shortest round-trip form, so that `64`, `64.0` and `"64"` name one benchmark.
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ParamValue, E> {
-                Ok(ParamValue::Text(v.to_string()))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<ParamValue, E> {
-                Ok(ParamValue::Refused("null"))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ParamValue, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(ParamValue::Refused("a list"))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamValue, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(ParamValue::Refused("an object"))
-            }
-        }
-        deserializer.deserialize_any(ParamVisitor)
-    }
-}
-
 fn validate(raw: RawDocument) -> Result<SuiteResults, FormatError> {
     let list = raw
         .benchmarks
@@ -274,7 +177,7 @@ fn validate(raw: RawDocument) -> Result<SuiteResults, FormatError> {
         let key = benchmark.key();
         if let Some(first) = first_with_key.insert(key.clone(), index) {
             let reason = format!("has the same name and params as benchmarks[{first}]");
-            return Err(invalid(&format!("benchmarks[{index}] ({key:?})"), reason));
+            return Err(invalid(format!("benchmarks[{index}] ({key:?})"), reason));
         }
         benchmarks.push(benchmark);
     }
@@ -288,7 +191,8 @@ fn validate_benchmark(
 ) -> Result<BenchmarkResult, FormatError> {
     let place = format!("benchmarks[{index}]");
     let name = raw.name.ok_or_else(|| invalid(&place, "has no \"name\""))?;
-    check_text("name", &name, MAX_BENCHMARK_NAME_BYTES, false).map_err(|r| invalid(&place, r))?;
+    check_text("name", &name, MAX_BENCHMARK_NAME_BYTES, Echo::Bare)
+        .map_err(|r| invalid(&place, r))?;
     let named = format!("{place} ({name:?})");
     let params = validate_params(&named, raw.params)?;
     let list = raw
@@ -338,7 +242,7 @@ fn validate_params(
     }
     for (key, value) in raw.entries {
         let what = format!("parameter name {}", shown(&key));
-        check_text(&what, &key, MAX_PARAM_NAME_BYTES, false).map_err(|r| invalid(place, r))?;
+        check_text(&what, &key, MAX_PARAM_NAME_BYTES, Echo::Bare).map_err(|r| invalid(place, r))?;
         let what = format!("parameter {key:?}");
         let text = match value {
             ParamValue::Text(text) => text,
@@ -348,7 +252,8 @@ fn validate_params(
                 return Err(invalid(place, reason));
             }
         };
-        check_text(&what, &text, MAX_PARAM_VALUE_BYTES, false).map_err(|r| invalid(place, r))?;
+        check_text(&what, &text, MAX_PARAM_VALUE_BYTES, Echo::Bare)
+            .map_err(|r| invalid(place, r))?;
         if params.insert(key, text).is_some() {
             return Err(invalid(place, format!("{what} appears twice")));
         }
@@ -362,10 +267,11 @@ fn validate_metric(
     histograms: &mut DocumentHistograms,
 ) -> Result<MetricResult, FormatError> {
     let name = raw.name.ok_or_else(|| invalid(place, "has no \"name\""))?;
-    check_text("name", &name, MAX_METRIC_NAME_BYTES, false).map_err(|r| invalid(place, r))?;
+    check_text("name", &name, MAX_METRIC_NAME_BYTES, Echo::Bare).map_err(|r| invalid(place, r))?;
     let place = format!("{place} ({name:?})");
     let unit = raw.unit.ok_or_else(|| invalid(&place, "has no \"unit\""))?;
-    check_text("unit", &unit, MAX_UNIT_BYTES, true).map_err(|r| invalid(&place, r))?;
+    check_text("unit", &unit, MAX_UNIT_BYTES, Echo::BareMayBeEmpty)
+        .map_err(|r| invalid(&place, r))?;
     let direction = raw
         .direction
         .ok_or_else(|| invalid(&place, "has no \"direction\""))?;
@@ -405,213 +311,6 @@ fn validate_metric(
         samples,
         hdr: raw.hdr,
     })
-}
-
-/// Checks a name or other text against a length limit in bytes and for control characters.
-fn check_text(what: &str, text: &str, max: usize, may_be_empty: bool) -> Result<(), String> {
-    if !may_be_empty && text.trim().is_empty() {
-        return Err(format!("{what} is empty"));
-    }
-    if text.len() > max {
-        return Err(format!(
-            "{what} is {} bytes; at most {max} are accepted",
-            text.len()
-        ));
-    }
-    if let Some(c) = text.chars().find(|c| c.is_control()) {
-        return Err(format!(
-            "{what} contains the control character U+{:04X}",
-            c as u32
-        ));
-    }
-    Ok(())
-}
-
-/// Quotes the start of untrusted text for a message, whatever its length.
-fn shown(text: &str) -> String {
-    const SHOWN_CHARS: usize = 40;
-    let start: String = text.chars().take(SHOWN_CHARS).collect();
-    let quoted = format!("{start:?}");
-    if start.len() < text.len() {
-        format!("{quoted}…")
-    } else {
-        quoted
-    }
-}
-
-/// Turns a serde_json error into one that names the JSON path, and explains the non-numbers
-/// (`NaN`, `Infinity`) that Python's `json` module writes.
-fn json_error(text: &str, error: &serde_json::Error) -> FormatError {
-    let (line, column) = (error.line(), error.column());
-    let read = bytes_read(text, line, column);
-    let message = error.to_string();
-    let suffix = format!(" at line {line} column {column}");
-    let message = message.strip_suffix(&suffix).unwrap_or(&message);
-    let reason = match (error.classify(), non_number_at(text, read)) {
-        (serde_json::error::Category::Data, _) => message.to_string(),
-        (_, Some(word)) => format!("{word} is not a JSON number; values must be finite"),
-        // 1e999 is valid JSON, but not a finite f64.
-        (_, None) if message == "number out of range" => {
-            format!("{message}; values must be finite")
-        }
-        (_, None) => format!("not valid JSON: {message}"),
-    };
-    const MAX_REASON_CHARS: usize = 300;
-    let reason = match reason.char_indices().nth(MAX_REASON_CHARS) {
-        Some((cut, _)) => format!("{}…", &reason[..cut]),
-        None => reason,
-    };
-    FormatError::Json {
-        place: scan(text, read).path(text),
-        line,
-        column,
-        reason,
-    }
-}
-
-/// The word serde_json stopped at, when it is one of the non-numbers; `read` includes its first
-/// byte.
-fn non_number_at(text: &str, read: usize) -> Option<&'static str> {
-    let at = read.checked_sub(1)?;
-    let rest = text.as_bytes().get(at..)?;
-    if rest.starts_with(b"NaN") {
-        Some("NaN")
-    } else if rest.starts_with(b"Infinity") {
-        let negative = at > 0 && text.as_bytes()[at - 1] == b'-';
-        Some(if negative { "-Infinity" } else { "Infinity" })
-    } else {
-        None
-    }
-}
-
-/// 1-based line and column of the byte at `offset`, counting columns in bytes as serde_json does.
-fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
-    let before = &bytes[..offset.min(bytes.len())];
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
-    (line, offset - line_start + 1)
-}
-
-/// How many bytes serde_json had read when it reported an error at `line` and `column`: its
-/// column counts the bytes read on that line.
-fn bytes_read(text: &str, line: usize, column: usize) -> usize {
-    let bytes = text.as_bytes();
-    let line_start = match line {
-        0 | 1 => 0,
-        _ => (bytes.iter().enumerate().filter(|(_, b)| **b == b'\n'))
-            .nth(line - 2)
-            .map_or(bytes.len(), |(i, _)| i + 1),
-    };
-    (line_start + column).min(bytes.len())
-}
-
-/// A byte-level walk through JSON text that tracks which value each byte belongs to. It needs no
-/// recursion and does not trust the text to be valid, so it can check nesting before serde_json
-/// parses, and name the place of any error serde_json reports.
-struct Scan {
-    frames: Vec<Frame>,
-    too_deep_at: Option<usize>,
-}
-
-struct Frame {
-    object: bool,
-    expect_key: bool,
-    member: Option<Member>,
-}
-
-enum Member {
-    Key(Range<usize>),
-    Index(usize),
-}
-
-/// Walks the first `len` bytes of `text`, stopping at a bracket nested too deep.
-fn scan(text: &str, len: usize) -> Scan {
-    let mut frames: Vec<Frame> = Vec::new();
-    // Inside a string: `Some(key start)` for an object key, `Some(None)` for a value.
-    let mut string: Option<Option<usize>> = None;
-    let mut escaped = false;
-    for (i, &b) in text.as_bytes().iter().enumerate().take(len) {
-        if let Some(key_start) = string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                string = None;
-                if let (Some(start), Some(frame)) = (key_start, frames.last_mut()) {
-                    frame.member = Some(Member::Key(start..i));
-                    frame.expect_key = false;
-                }
-            }
-            continue;
-        }
-        match b {
-            b'"' => {
-                let is_key = frames.last().is_some_and(|f| f.object && f.expect_key);
-                string = Some(is_key.then_some(i + 1));
-            }
-            b'{' | b'[' if frames.len() == MAX_NESTING_DEPTH => {
-                return Scan {
-                    frames,
-                    too_deep_at: Some(i),
-                };
-            }
-            b'{' | b'[' => frames.push(Frame {
-                object: b == b'{',
-                expect_key: true,
-                member: (b == b'[').then_some(Member::Index(0)),
-            }),
-            b'}' | b']' => {
-                frames.pop();
-            }
-            b',' => match frames.last_mut() {
-                Some(frame) if frame.object => frame.expect_key = true,
-                Some(Frame {
-                    member: Some(Member::Index(n)),
-                    ..
-                }) => *n += 1,
-                _ => {}
-            },
-            _ => {}
-        }
-    }
-    Scan {
-        frames,
-        too_deep_at: None,
-    }
-}
-
-impl Scan {
-    /// The path of the innermost value at the end of the walk, like `benchmarks[3].name`.
-    fn path(&self, text: &str) -> String {
-        const MAX_PATH_BYTES: usize = 160;
-        const MAX_KEY_CHARS: usize = 40;
-        let mut path = String::new();
-        for member in self.frames.iter().filter_map(|f| f.member.as_ref()) {
-            if path.len() > MAX_PATH_BYTES {
-                path.push('…');
-                break;
-            }
-            match member {
-                Member::Key(range) => {
-                    if !path.is_empty() {
-                        path.push('.');
-                    }
-                    let key = text[range.clone()].chars().take(MAX_KEY_CHARS);
-                    path.extend(key.map(|c| if c.is_control() { '\u{fffd}' } else { c }));
-                }
-                Member::Index(n) => path.push_str(&format!("[{n}]")),
-            }
-        }
-        if path.is_empty() {
-            "the document".to_string()
-        } else {
-            path
-        }
-    }
 }
 
 #[cfg(test)]

@@ -129,6 +129,23 @@ mod tests {
         }
     }
 
+    /// Each metric of a benchmark as (name, unit, direction, number of samples), the shape a
+    /// golden file is checked against.
+    pub(crate) fn metric_shapes(
+        bench: &crate::results::BenchmarkResult,
+    ) -> Vec<(&str, &str, crate::model::Direction, usize)> {
+        (bench.metrics.iter())
+            .map(|m| {
+                (
+                    m.name.as_str(),
+                    m.unit.as_str(),
+                    m.direction,
+                    m.samples.len(),
+                )
+            })
+            .collect()
+    }
+
     /// Floats read from JSON equal the written ones to within an ulp or two: serde_json's fast
     /// float parser does not always round correctly.
     #[track_caller]

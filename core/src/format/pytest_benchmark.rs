@@ -9,12 +9,12 @@
 //! only given `--benchmark-save-data`).
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::input::{Entries, Found, List, Object, finish, from_json, metric, scaled, shown};
+use super::input::{
+    Entries, Found, List, Object, ParamValue, finish, from_json, metric, scaled, shown,
+};
 use super::kymo::{FormatError, MAX_BENCHMARKS, MAX_PARAMS_PER_BENCHMARK};
 use crate::model::Direction;
 use crate::results::{BenchmarkResult, MAX_SAMPLES_PER_METRIC, SuiteResults};
@@ -39,48 +39,6 @@ struct RawBenchmark {
 struct RawStats {
     median: f64,
     data: Option<List<f64, MAX_SAMPLES_PER_METRIC>>,
-}
-
-/// A parameter value as text, or `None` for a list, object or null, which have no plain text.
-struct ParamValue(Option<String>);
-
-impl<'de> Deserialize<'de> for ParamValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ParamVisitor;
-        impl<'de> Visitor<'de> for ParamVisitor {
-            type Value = ParamValue;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a parameter value")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ParamValue, E> {
-                Ok(ParamValue(Some(v.to_string())))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ParamValue, E> {
-                Ok(ParamValue(Some(v.to_string())))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ParamValue, E> {
-                Ok(ParamValue(Some(v.to_string())))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ParamValue, E> {
-                Ok(ParamValue(Some(v.to_string())))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ParamValue, E> {
-                Ok(ParamValue(Some(v.to_string())))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<ParamValue, E> {
-                Ok(ParamValue(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ParamValue, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(ParamValue(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamValue, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(ParamValue(None))
-            }
-        }
-        deserializer.deserialize_any(ParamVisitor)
-    }
 }
 
 /// Parses a pytest-benchmark JSON document.
@@ -127,9 +85,9 @@ fn split_params(
         _ => return (fullname, BTreeMap::new()),
     };
     let mut params = BTreeMap::new();
-    for (key, ParamValue(value)) in entries {
+    for (key, value) in entries {
         match value {
-            Some(value) if !value.trim().is_empty() => params.insert(key, value),
+            ParamValue::Text(value) if !value.trim().is_empty() => params.insert(key, value),
             _ => return (fullname, BTreeMap::new()),
         };
     }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::format::tests::{assert_close, assert_valid};
+use crate::format::tests::{assert_close, assert_valid, metric_shapes};
 
 fn refused(doc: &str) -> String {
     parse_google_benchmark(doc.as_bytes())
@@ -25,16 +25,7 @@ fn golden_plain_run_leaves_out_the_failed_benchmark() {
         ]
     );
     let sum = &suite.benchmarks[0];
-    let metrics: Vec<_> = (sum.metrics.iter())
-        .map(|m| {
-            (
-                m.name.as_str(),
-                m.unit.as_str(),
-                m.direction,
-                m.samples.len(),
-            )
-        })
-        .collect();
+    let metrics = metric_shapes(sum);
     assert_eq!(
         metrics,
         [
