@@ -20,9 +20,12 @@ pub struct Sensitivity {
     /// Significance level of the per-commit test (default 0.01). Intervals are reported at
     /// confidence 1 − alpha, so a significant change is one whose interval excludes zero.
     pub alpha: f64,
-    /// Significance level a change point must reach (default 1e-5). It is far smaller than
-    /// `alpha` because every position of a history is a candidate; the harness found 1e-4
-    /// and 1e-5 equally quick to report a step, 1e-5 with fewer false alarms.
+    /// Significance level a change point must reach (default 1e-4). It is far smaller than
+    /// `alpha` because every position of a history is a candidate. The harness found 1e-4 and
+    /// 1e-5 equally quick to report a step (0.03 against 0.00 false alarms per 1,000 clean
+    /// commits), but with 1e-5 a level that lasts ten commits between two changes can never
+    /// be significant (the smallest two-sided Mann-Whitney p-value of 10 against 10 values is
+    /// 1.1e-5), and real histories have such levels.
     pub change_point_alpha: f64,
     /// Fewest commits that make a segment (default 5). A shift that reverts sooner is an
     /// outlier, not a change; a new change needs this many commits before it is reported.
@@ -38,7 +41,7 @@ impl Default for Sensitivity {
             min_effect_pct: 0.5,
             noise_multiplier: 4.0,
             alpha: 0.01,
-            change_point_alpha: 1e-5,
+            change_point_alpha: 1e-4,
             min_segment_len: 5,
             window: 50,
         }
