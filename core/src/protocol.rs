@@ -124,3 +124,26 @@ pub enum JobOutcome {
 pub struct ApiErrorBody {
     pub error: String,
 }
+
+/// The last `max` bytes of a log (or less, to start on a character boundary): what a job
+/// keeps of its output.
+pub fn log_tail(text: &str, max: usize) -> &str {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_tail;
+
+    #[test]
+    fn a_log_tail_keeps_the_end_and_never_splits_a_character() {
+        assert_eq!(log_tail("hello", 10), "hello");
+        assert_eq!(log_tail("hello", 3), "llo");
+        assert_eq!(log_tail("aé", 1), "");
+        assert_eq!(log_tail("aéb", 2), "b");
+    }
+}

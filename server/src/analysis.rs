@@ -2,6 +2,7 @@
 //! history, stored as regressions and improvements with their evidence.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use kymo_core::db::{
     AnalysisPoint, FoundChange, SensitivityRule, SeriesToAnalyse, sensitivity_for,
@@ -41,11 +42,11 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
     let mut rules: HashMap<i64, Vec<SensitivityRule>> = HashMap::new();
     let mut created = Vec::new();
     for s in series {
-        if !rules.contains_key(&s.repository_id) {
-            let loaded = state.db.sensitivity_rules(s.repository_id).await?;
-            rules.insert(s.repository_id, loaded);
-        }
-        let sensitivity = sensitivity_for(&rules[&s.repository_id], &s.benchmark);
+        let repository_rules = match rules.entry(s.repository_id) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(slot) => slot.insert(state.db.sensitivity_rules(s.repository_id).await?),
+        };
+        let sensitivity = sensitivity_for(repository_rules, &s.benchmark);
         let direction = Direction::parse(&s.direction).unwrap_or(Direction::Lower);
         let points = state.db.analysis_points(s.id).await?;
         let found = changes_in(&points, direction, &sensitivity);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use kymo_core::model::{Environment, MachineSpecs};
-use kymo_core::protocol::{ClaimRequest, ClaimedJob, Completion, JobOutcome};
+use kymo_core::protocol::{ClaimRequest, ClaimedJob, Completion, JobOutcome, log_tail};
 
 use crate::client::ServerClient;
 use crate::config::{KYMO_TOML_MAX_BYTES, parse_kymo_toml_bytes};
@@ -200,15 +200,7 @@ impl Worker {
         }
         Ok(JobOutcome::Succeeded {
             suites,
-            log: tail(&log, MAX_LOG).to_owned(),
+            log: log_tail(&log, MAX_LOG).to_owned(),
         })
     }
-}
-
-fn tail(text: &str, max: usize) -> &str {
-    let mut start = text.len().saturating_sub(max);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
 }

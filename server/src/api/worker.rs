@@ -3,7 +3,9 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use kymo_core::db::{DbError, RunRecord};
-use kymo_core::protocol::{ClaimRequest, ClaimResponse, Completion, Heartbeat, JobOutcome};
+use kymo_core::protocol::{
+    ClaimRequest, ClaimResponse, Completion, Heartbeat, JobOutcome, log_tail,
+};
 use serde_json::{Value, json};
 
 use super::{ApiJson, WorkerAuth};
@@ -14,24 +16,14 @@ use crate::state::AppState;
 const MAX_ERROR_BYTES: usize = 4 * 1024;
 const MAX_LOG_BYTES: usize = 64 * 1024;
 
-fn clip(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
-}
-
 pub async fn claim(
     State(state): State<AppState>,
     _auth: WorkerAuth,
     ApiJson(request): ApiJson<ClaimRequest>,
 ) -> AppResult<Json<ClaimResponse>> {
     let now = state.now();
-    let name = clip(&request.environment.hostname, 128);
+    // upsert_machine keeps the first 128 characters of the name.
+    let name = &request.environment.hostname;
     let (machine_id, _) = state.db.upsert_machine(&request.specs, name, now).await?;
     let job = state.db.claim_job(machine_id, state.leases, now).await?;
     if let Some(job) = &job {
@@ -62,9 +54,15 @@ pub async fn complete(
     let now = state.now();
     let lease = completion.lease_id.as_str();
     match &completion.outcome {
-        JobOutcome::Failed { error, log_tail } => {
-            let (error, log_tail) = (clip(error, MAX_ERROR_BYTES), clip(log_tail, MAX_LOG_BYTES));
-            state.db.fail_job(id, lease, error, log_tail, now).await?;
+        JobOutcome::Failed {
+            error,
+            log_tail: tail,
+        } => {
+            let (error, tail) = (
+                log_tail(error, MAX_ERROR_BYTES),
+                log_tail(tail, MAX_LOG_BYTES),
+            );
+            state.db.fail_job(id, lease, error, tail, now).await?;
             tracing::warn!(job = id, error, "job failed");
             Ok(Json(json!({ "state": "failed" })))
         }
@@ -76,7 +74,7 @@ pub async fn complete(
                 machine_id: target.machine_id,
                 job: Some((id, lease)),
                 environment: &completion.environment,
-                log: clip(log, MAX_LOG_BYTES),
+                log: log_tail(log, MAX_LOG_BYTES),
                 suites,
             };
             match state.db.store_run(record, now).await {
@@ -98,8 +96,8 @@ pub async fn complete(
                         .fail_job(
                             id,
                             lease,
-                            clip(&error, MAX_ERROR_BYTES),
-                            clip(log, MAX_LOG_BYTES),
+                            log_tail(&error, MAX_ERROR_BYTES),
+                            log_tail(log, MAX_LOG_BYTES),
                             now,
                         )
                         .await?;

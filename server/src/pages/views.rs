@@ -1,5 +1,8 @@
 //! Page handlers and the view models their templates render.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
@@ -274,7 +277,7 @@ pub async fn benchmark(
             },
         )
         .await?;
-    let mut environments = std::collections::HashMap::new();
+    let mut environments = HashMap::new();
     let mut charts = Vec::with_capacity(all.len());
     for series in all {
         let rows = state.db.series_points(series.id, last).await?;
@@ -295,15 +298,17 @@ pub async fn benchmark(
             })
             .collect();
         let title = format!("{} · {}", series.metric, series.machine);
-        if !environments.contains_key(&series.machine) {
-            let env = state.db.environments(repo.id, &series.machine).await?;
-            environments.insert(series.machine.clone(), env);
-        }
+        let machine_environments = match environments.entry(series.machine.clone()) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(slot) => {
+                slot.insert(state.db.environments(repo.id, &series.machine).await?)
+            }
+        };
         let own: Vec<&RegressionRow> = regressions
             .iter()
             .filter(|r| r.series_id == series.id)
             .collect();
-        let drawn = overlays(&repo_name, &rows, &own, &environments[&series.machine]);
+        let drawn = overlays(&repo_name, &rows, &own, machine_environments);
         let chart = TrendChart::new(&title, &series.unit, &points)
             .with_changes(&drawn.changes)
             .with_segments(&drawn.segments)
