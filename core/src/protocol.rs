@@ -125,6 +125,19 @@ pub struct ApiErrorBody {
     pub error: String,
 }
 
+/// Percent-encodes a value for a URL's query string or path segment (`/` is kept, as the
+/// benchmark names that use it are routed as paths).
+pub fn query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The last `max` bytes of a log (or less, to start on a character boundary): what a job
 /// keeps of its output.
 pub fn log_tail(text: &str, max: usize) -> &str {

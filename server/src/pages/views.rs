@@ -16,6 +16,7 @@ use crate::api::load_commit;
 use crate::chart::{TrendChart, TrendPoint, render_trend_svg};
 use crate::error::AppError;
 use crate::state::AppState;
+use kymo_core::protocol::query_value;
 
 const HISTORY_PAGE: i64 = 50;
 const TREND_POINTS: i64 = 1_000;
@@ -238,18 +239,6 @@ const RANGES: [i64; 4] = [20, 100, 1_000, 10_000];
 #[derive(Debug, Deserialize)]
 pub struct Zoom {
     last: Option<i64>,
-}
-
-/// Percent-encodes a query-string value.
-fn query_value(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 pub async fn benchmark(

@@ -83,6 +83,13 @@ fn three_runs_become_three_points_on_the_trend_graph() {
     assert_eq!(commit["results"][0]["samples"], "[104.25,104.25]");
     assert_eq!(commit["runs"].as_array().unwrap().len(), 1);
 
+    // `kymo compare` prints the table; without history nothing is called a regression.
+    let out = assert_ok(&server.kymo(&["compare", &shas[0], &shas[1], "--repo", "demo", "--all"]));
+    assert!(out.contains("parse/small{size=16}") && out.contains("0 regressed"), "{out}");
+    let missing = server.kymo(&["compare", &shas[0], &shas[1], "--repo", "nope"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("not found"));
+
     // The home, repository, queue and machines pages show it all.
     let (_, home) = server.get("/");
     assert!(home.contains("/repos/demo"));

@@ -17,6 +17,8 @@ use kymo_worker::fingerprint::{detect_environment, detect_specs};
 
 use crate::serve::{ServeOptions, serve};
 
+mod compare;
+
 /// kymo: continuous benchmarking for git repositories.
 #[derive(Debug, Parser)]
 #[command(name = "kymo", version, about)]
@@ -63,6 +65,8 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Compare two commits; exits with status 1 when the head regressed (a CI gate).
+    Compare(compare::CompareArgs),
     /// Exit 0 when the server answers its health check (for container health checks).
     Health {
         #[command(flatten)]
@@ -267,6 +271,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             })
             .await
         }
+        Command::Compare(args) => compare::run(args).await,
         Command::Kernels { args } => blocking(move || bench_kernels::run_cli(args)).await,
         Command::Health { server } => {
             blocking(move || client(&server).wait_healthy(std::time::Duration::from_secs(2))).await
@@ -284,12 +289,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-fn client(server: &ServerArg) -> ServerClient {
+pub(crate) fn client(server: &ServerArg) -> ServerClient {
     ServerClient::new(&server.server, std::env::var("KYMO_TOKEN").ok())
 }
 
 /// Runs blocking client work off the async runtime.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
 ) -> anyhow::Result<T> {
     tokio::task::spawn_blocking(work).await?
