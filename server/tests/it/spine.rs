@@ -85,7 +85,10 @@ fn three_runs_become_three_points_on_the_trend_graph() {
 
     // `kymo compare` prints the table; without history nothing is called a regression.
     let out = assert_ok(&server.kymo(&["compare", &shas[0], &shas[1], "--repo", "demo", "--all"]));
-    assert!(out.contains("parse/small{size=16}") && out.contains("0 regressed"), "{out}");
+    assert!(
+        out.contains("parse/small{size=16}") && out.contains("0 regressed"),
+        "{out}"
+    );
     let missing = server.kymo(&["compare", &shas[0], &shas[1], "--repo", "nope"]);
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("not found"));
