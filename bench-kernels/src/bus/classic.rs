@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::wake::Notifier;
-use super::{BroadcastBus, BusReceiver, RecvError, TryRecvError, ring_size};
+use super::{BroadcastBus, BusReceiver, TryRecvError, ring_size};
 use crate::variants::WakeMode;
 
 struct Slot<T> {
@@ -185,18 +185,8 @@ impl<T: Clone> BusReceiver<T> for ClassicReceiver<T> {
         Err(TryRecvError::Empty)
     }
 
-    fn recv(&mut self) -> Result<T, RecvError> {
-        loop {
-            match self.try_recv() {
-                Ok(value) => return Ok(value),
-                Err(TryRecvError::Lagged(n)) => return Err(RecvError::Lagged(n)),
-                Err(TryRecvError::Closed) => return Err(RecvError::Closed),
-                Err(TryRecvError::Empty) => {
-                    let shared = Arc::clone(&self.shared);
-                    shared.notifier.sleep_unless(|| self.has_message());
-                }
-            }
-        }
+    fn wait_for_message(&self) {
+        self.shared.notifier.sleep_unless(|| self.has_message());
     }
 }
 

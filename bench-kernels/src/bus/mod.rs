@@ -64,8 +64,20 @@ pub trait BusReceiver<T> {
     /// The next message, without blocking.
     fn try_recv(&mut self) -> Result<T, TryRecvError>;
 
+    /// Sleeps until a message may be waiting (a spurious wake-up is fine: `recv` retries).
+    fn wait_for_message(&self);
+
     /// The next message, sleeping until one is published.
-    fn recv(&mut self) -> Result<T, RecvError>;
+    fn recv(&mut self) -> Result<T, RecvError> {
+        loop {
+            match self.try_recv() {
+                Ok(value) => return Ok(value),
+                Err(TryRecvError::Lagged(n)) => return Err(RecvError::Lagged(n)),
+                Err(TryRecvError::Closed) => return Err(RecvError::Closed),
+                Err(TryRecvError::Empty) => self.wait_for_message(),
+            }
+        }
+    }
 }
 
 /// What the benchmarks publish: a topic shared by reference count and a sequence number,

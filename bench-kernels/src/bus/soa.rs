@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::wake::Notifier;
-use super::{BroadcastBus, BusReceiver, RecvError, TryRecvError, ring_size};
+use super::{BroadcastBus, BusReceiver, TryRecvError, ring_size};
 use crate::variants::WakeMode;
 
 /// Subscribers a SoA bus serves: one bit each in the low half of a slot's state.
@@ -319,18 +319,8 @@ impl<T: Clone> BusReceiver<T> for SoaReceiver<T> {
         }
     }
 
-    fn recv(&mut self) -> Result<T, RecvError> {
-        loop {
-            match self.try_recv() {
-                Ok(value) => return Ok(value),
-                Err(TryRecvError::Lagged(n)) => return Err(RecvError::Lagged(n)),
-                Err(TryRecvError::Closed) => return Err(RecvError::Closed),
-                Err(TryRecvError::Empty) => {
-                    let shared = Arc::clone(&self.shared);
-                    shared.notifier.sleep_unless(|| self.has_message());
-                }
-            }
-        }
+    fn wait_for_message(&self) {
+        self.shared.notifier.sleep_unless(|| self.has_message());
     }
 }
 

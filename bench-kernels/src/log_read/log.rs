@@ -78,20 +78,7 @@ impl SegmentLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log_read::RECORD_BYTES;
-
-    fn payload(offset: u64) -> Vec<u8> {
-        let mut p = vec![b'.'; RECORD_BYTES - RECORD_HEADER_BYTES];
-        p[..8].copy_from_slice(&offset.to_le_bytes());
-        p
-    }
-
-    fn offsets_in(bytes: &[u8]) -> Vec<u64> {
-        bytes
-            .chunks(RECORD_BYTES)
-            .map(|r| u64::from_le_bytes(r[..8].try_into().unwrap()))
-            .collect()
-    }
+    use crate::log_read::test_records::{offsets_in, payload};
 
     #[test]
     fn the_log_rolls_segments_and_reads_across_them() {

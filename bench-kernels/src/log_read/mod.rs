@@ -7,6 +7,8 @@ mod index;
 mod log;
 mod segment;
 mod suite;
+#[cfg(test)]
+mod test_records;
 
 pub use index::{INDEX_INTERVAL, SparseIndex};
 pub use log::SegmentLog;

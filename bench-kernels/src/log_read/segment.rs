@@ -314,19 +314,7 @@ fn read_mapped(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn payload(offset: u64) -> Vec<u8> {
-        let mut p = vec![b'.'; RECORD_BYTES - RECORD_HEADER_BYTES];
-        p[..8].copy_from_slice(&offset.to_le_bytes());
-        p
-    }
-
-    fn offsets_in(bytes: &[u8]) -> Vec<u64> {
-        bytes
-            .chunks(RECORD_BYTES)
-            .map(|r| u64::from_le_bytes(r[..8].try_into().unwrap()))
-            .collect()
-    }
+    use crate::log_read::test_records::{offsets_in, payload};
 
     fn segment(dir: &Path, records: u64) -> Segment {
         let mut s = Segment::create(dir, 1000).unwrap();
