@@ -52,6 +52,9 @@ pub fn random_secret(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(bytes))
 }
 
+/// How precisely a token's last use is recorded.
+const TOKEN_USE_RESOLUTION_SECONDS: i64 = 60;
+
 fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
@@ -161,22 +164,33 @@ impl Db {
     ) -> Result<bool, DbError> {
         let hash = token_hash(token);
         let wanted = scope.as_str();
-        let found = sqlx::query_scalar!(
-            r#"SELECT id AS "id!" FROM tokens
+        let found = sqlx::query!(
+            r#"SELECT id AS "id!", last_used_at FROM tokens
                WHERE hash = ? AND revoked_at IS NULL AND (scope = ? OR scope = 'admin')"#,
             hash,
             wanted
         )
         .fetch_optional(&self.reader)
         .await?;
-        let Some(id) = found else {
+        let Some(token) = found else {
             return Ok(false);
         };
-        let mut tx = self.begin_write().await?;
-        sqlx::query!("UPDATE tokens SET last_used_at = ? WHERE id = ?", now, id)
+        // Workers poll every second or so: record use at most once a minute, so that polling
+        // does not take the write lock on every request.
+        if token
+            .last_used_at
+            .is_none_or(|last| now - last >= TOKEN_USE_RESOLUTION_SECONDS)
+        {
+            let mut tx = self.begin_write().await?;
+            sqlx::query!(
+                "UPDATE tokens SET last_used_at = ? WHERE id = ?",
+                now,
+                token.id
+            )
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
+            tx.commit().await?;
+        }
         Ok(true)
     }
 }
