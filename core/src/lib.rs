@@ -11,3 +11,4 @@ pub mod model;
 pub mod protocol;
 pub mod results;
 pub mod stats;
+pub mod webhook;

@@ -13,6 +13,15 @@ pub struct NewRepository {
     pub url: String,
     #[serde(default)]
     pub branch: Option<String>,
+    /// The shared secret of the repository's push webhook.
+    #[serde(default)]
+    pub webhook_secret: Option<String>,
+    /// Poll the remote this often (seconds) for hosts that cannot send webhooks.
+    #[serde(default)]
+    pub poll_seconds: Option<i64>,
+    /// Comma-separated labels a machine must carry to run this repository's jobs.
+    #[serde(default)]
+    pub machine_labels: Option<String>,
 }
 
 /// `POST /api/v1/repos/{repo}/runs`
@@ -69,6 +78,9 @@ pub struct UploadAccepted {
 pub struct ClaimRequest {
     pub specs: MachineSpecs,
     pub environment: Environment,
+    /// Labels the worker offers (`kymo worker --label`); repositories may require some.
+    #[serde(default)]
+    pub labels: Vec<String>,
 }
 
 /// The answer to a claim: a job with its lease, or nothing to do.

@@ -62,7 +62,7 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(&dir.path().join("bench.db")).await.unwrap();
     let repo = db
-        .create_repository("bench", "/nowhere", "main", 0)
+        .create_repository("bench", "/nowhere", "main", Default::default(), 0)
         .await
         .unwrap();
     let specs = MachineSpecs {
@@ -73,7 +73,7 @@ async fn main() {
         arch: "x86_64".into(),
         virtualization: "none".into(),
     };
-    let (machine, _) = db.upsert_machine(&specs, "bench", 0).await.unwrap();
+    let (machine, _) = db.upsert_machine(&specs, "bench", None, 0).await.unwrap();
     let history: Vec<CommitRecord> = (0..COMMITS)
         .map(|i| CommitRecord {
             sha: sha(i),

@@ -8,7 +8,9 @@ use kymo_core::db::{
     AnalysisPoint, FoundChange, SensitivityRule, SeriesToAnalyse, sensitivity_for,
 };
 use kymo_core::model::Direction;
-use kymo_core::stats::{CommitObservation, Sensitivity, VerdictKind, detect_change_points};
+use kymo_core::stats::{
+    CommitObservation, Sensitivity, VerdictKind, detect_change_points, detect_tail_change,
+};
 
 use crate::error::AppResult;
 use crate::state::AppState;
@@ -18,6 +20,33 @@ use crate::state::AppState;
 pub async fn analyse_run(state: &AppState, run_id: i64) -> AppResult<Vec<i64>> {
     let series = state.db.run_series(run_id).await?;
     analyse_series(state, &series).await
+}
+
+/// What follows a stored run or a failed job: bisections start and move on, and regressions
+/// whose culprit is known are announced. A new regression whose range is one commit is
+/// final at once; a wide one when its bisection ends.
+pub async fn follow_up(state: &AppState, repository_id: i64, created: &[i64]) -> AppResult<()> {
+    let mut settled = crate::bisect::advance(state, repository_id).await?;
+    for id in created {
+        let bisecting = state
+            .db
+            .bisection_of(*id)
+            .await?
+            .is_some_and(|b| b.state == "running");
+        if !bisecting && !settled.contains(id) {
+            settled.push(*id);
+        }
+    }
+    announce(state, &settled).await
+}
+
+/// Tells people about regressions whose culprit (or final range) is known.
+async fn announce(state: &AppState, regression_ids: &[i64]) -> AppResult<()> {
+    let _ = state;
+    if !regression_ids.is_empty() {
+        tracing::info!(regressions = ?regression_ids, "regressions settled");
+    }
+    Ok(())
 }
 
 /// Re-analyses every series of a repository (after its sensitivity changed, or to settle the
@@ -72,7 +101,15 @@ pub fn changes_in(
             samples: p.samples.clone(),
         })
         .collect();
-    detect_change_points(&observations, direction, sensitivity)
+    let mut changes = detect_change_points(&observations, direction, sensitivity);
+    // The commits since the last confirmed change may hold a change too recent to confirm.
+    let settled = changes.last().map_or(0, |cp| cp.position);
+    if let Some(mut recent) = detect_tail_change(&observations[settled..], direction, sensitivity)
+    {
+        recent.position += settled;
+        changes.push(recent);
+    }
+    changes
         .into_iter()
         .filter_map(|cp| {
             let kind = match cp.kind {

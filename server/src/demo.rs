@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use kymo_core::db::LeaseSettings;
+use kymo_core::db::{JobReason, LeaseSettings};
 
 use crate::git;
 use crate::serve::{ServeOptions, start};
@@ -196,6 +196,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         embedded_worker: true,
         leases: LeaseSettings::default(),
         data_dir: data.join("kymo-data"),
+        worker_labels: Vec::new(),
     })
     .await?;
     let state = running.state.clone();
@@ -205,6 +206,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
             "kernels",
             &repo_dir.display().to_string(),
             "main",
+            Default::default(),
             state.now(),
         )
         .await?;
@@ -214,7 +216,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     for row in history.iter().rev() {
         state
             .db
-            .enqueue_commit(repo.id, row.id, 0, state.leases, state.now())
+            .enqueue_commit(repo.id, row.id, JobReason::Backfill, state.leases, state.now())
             .await?;
     }
 

@@ -20,6 +20,9 @@ pub enum AppError {
     PayloadTooLarge(String),
     #[error("a valid token is required: send `Authorization: Bearer <token>`")]
     Unauthorized,
+    /// A webhook delivery whose signature does not check out, with the reason.
+    #[error("{0}")]
+    WebhookUnauthorized(String),
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -31,7 +34,7 @@ impl AppError {
             AppError::BadRequest(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AppError::Unauthorized | AppError::WebhookUnauthorized(_) => StatusCode::UNAUTHORIZED,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

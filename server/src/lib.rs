@@ -15,6 +15,8 @@ pub mod demo;
 pub mod error;
 pub mod git;
 pub mod pages;
+pub mod push;
+pub mod bisect;
 pub mod serve;
 pub mod state;
 pub mod telemetry;

@@ -25,6 +25,8 @@ pub struct ServeOptions {
     pub leases: LeaseSettings,
     /// Mirrors and the embedded worker's work trees; beside the database by default.
     pub data_dir: PathBuf,
+    /// Labels the embedded worker offers.
+    pub worker_labels: Vec<String>,
 }
 
 const EMBEDDED_WORKER: &str = "embedded-worker";
@@ -37,6 +39,7 @@ pub struct RunningServer {
     shutdown: Arc<Notify>,
     server: JoinHandle<std::io::Result<()>>,
     reaper: JoinHandle<()>,
+    poller: JoinHandle<()>,
 }
 
 /// Runs the service until SIGINT or SIGTERM.
@@ -70,6 +73,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
     let address = listener.local_addr()?;
 
     let reaper = tokio::spawn(reap_leases(db.clone(), clock.clone()));
+    let poller = tokio::spawn(crate::push::poll_repositories(state.clone()));
     let stop_worker = Arc::new(AtomicBool::new(false));
     if options.embedded_worker {
         let now = clock.now();
@@ -83,6 +87,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
             cache_dir: options.data_dir.clone(),
             poll_interval: Duration::from_millis(500),
             limits: Default::default(),
+            labels: options.worker_labels.clone(),
         };
         let stop = stop_worker.clone();
         std::thread::Builder::new()
@@ -105,6 +110,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
         shutdown,
         server,
         reaper,
+        poller,
     })
 }
 
@@ -121,6 +127,7 @@ impl RunningServer {
         self.shutdown.notify_one();
         self.server.await??;
         self.reaper.abort();
+        self.poller.abort();
         self.state.db.close().await;
         tracing::info!("kymo stopped");
         Ok(())

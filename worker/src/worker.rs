@@ -25,6 +25,8 @@ pub struct WorkerConfig {
     pub cache_dir: PathBuf,
     pub poll_interval: Duration,
     pub limits: OutputLimits,
+    /// Labels this machine offers; repositories may require some (`kymo repo add --machines`).
+    pub labels: Vec<String>,
 }
 
 /// What one turn of the loop did.
@@ -71,6 +73,7 @@ impl Worker {
         let claim = ClaimRequest {
             specs: self.specs.clone(),
             environment: self.environment.clone(),
+            labels: self.config.labels.clone(),
         };
         let Some(job) = self.client.claim(&claim)? else {
             return Ok(Tick::QueueEmpty);

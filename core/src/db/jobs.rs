@@ -31,6 +31,8 @@ pub struct JobRow {
     pub message: String,
     pub machine: Option<String>,
     pub state: String,
+    /// Why it was queued: head, manual, bisect or backfill.
+    pub reason: String,
     pub attempts: i64,
     pub created_at: i64,
     pub started_at: Option<i64>,
@@ -39,58 +41,205 @@ pub struct JobRow {
     pub log_tail: Option<String>,
 }
 
+/// Why a job was queued. Its priority follows from it: a push's new head (or a commit someone
+/// asked for) first, then bisection steps, then the backfill of a push's other commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobReason {
+    Head,
+    Manual,
+    Bisect,
+    Backfill,
+}
+
+impl JobReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobReason::Head => "head",
+            JobReason::Manual => "manual",
+            JobReason::Bisect => "bisect",
+            JobReason::Backfill => "backfill",
+        }
+    }
+
+    pub fn priority(self) -> i64 {
+        match self {
+            JobReason::Head | JobReason::Manual => 30,
+            JobReason::Bisect => 20,
+            JobReason::Backfill => 10,
+        }
+    }
+
+    /// Pushes and polls may announce a commit again (a replayed or repeated delivery); a
+    /// commit they queue is measured once per machine. Asking by hand always measures again.
+    fn once_per_machine(self) -> bool {
+        matches!(self, JobReason::Head | JobReason::Backfill)
+    }
+}
+
+/// Whether a machine offering `offered` labels may run a repository requiring `required`
+/// (both comma-separated; every required label must be offered).
+pub fn labels_satisfy(required: &str, offered: &str) -> bool {
+    let offered: Vec<&str> = split_labels(offered).collect();
+    split_labels(required).all(|label| offered.contains(&label))
+}
+
+fn split_labels(labels: &str) -> impl Iterator<Item = &str> {
+    labels.split(',').map(str::trim).filter(|l| !l.is_empty())
+}
+
+/// Checks and normalizes a comma-separated label list: each label 1-32 of `[a-z0-9_.-]`.
+pub fn normalize_labels(labels: &str) -> Result<String, DbError> {
+    let mut out: Vec<String> = Vec::new();
+    for label in split_labels(labels) {
+        let label = label.to_ascii_lowercase();
+        let ok = label.len() <= 32
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !ok {
+            return Err(DbError::Invalid(format!(
+                "label {label:?} is not valid: use 1-32 letters, digits, '-', '_' or '.'"
+            )));
+        }
+        if !out.contains(&label) {
+            out.push(label);
+        }
+    }
+    if out.len() > 16 {
+        return Err(DbError::Invalid("at most 16 labels".into()));
+    }
+    out.sort();
+    Ok(out.join(","))
+}
+
 impl Db {
-    /// Queues `commit_id` for every registered machine (or for the first machine to ask, when
-    /// none is registered yet). A commit already waiting for a machine is not queued again.
-    /// Returns the ids of the jobs that wait for it.
+    /// Queues `commit_id` for every registered machine carrying the repository's labels (or
+    /// for the first machine to ask, when none is registered yet). A commit already waiting
+    /// for a machine is not queued again; one queued by a push or poll is measured once per
+    /// machine. Returns the ids of the jobs that wait for it.
     pub async fn enqueue_commit(
         &self,
         repository_id: i64,
         commit_id: i64,
-        priority: i64,
+        reason: JobReason,
         settings: LeaseSettings,
         now: i64,
     ) -> Result<Vec<i64>, DbError> {
         let mut tx = self.begin_write().await?;
-        let machines = sqlx::query_scalar!("SELECT id FROM machines ORDER BY id")
+        let required = sqlx::query_scalar!(
+            "SELECT machine_labels FROM repositories WHERE id = ?",
+            repository_id
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        let machines = sqlx::query!("SELECT id, labels FROM machines ORDER BY id")
             .fetch_all(&mut *tx)
             .await?;
         let targets: Vec<Option<i64>> = if machines.is_empty() {
             vec![None]
         } else {
-            machines.into_iter().map(Some).collect()
+            machines
+                .into_iter()
+                .filter(|m| labels_satisfy(&required, &m.labels))
+                .map(|m| Some(m.id))
+                .collect()
         };
         let mut jobs = Vec::new();
         for machine in targets {
-            let active = sqlx::query_scalar!(
-                r#"SELECT id AS "id!" FROM jobs WHERE commit_id = ? AND machine_id IS ?
-                   AND state IN ('queued', 'running')"#,
-                commit_id,
-                machine
-            )
-            .fetch_optional(&mut *tx)
-            .await?;
-            let id =
-                match active {
-                    Some(id) => id,
-                    None => sqlx::query_scalar!(
-                        r#"INSERT INTO jobs (repository_id, commit_id, machine_id, state, priority,
-                                             max_attempts, created_at)
-                           VALUES (?, ?, ?, 'queued', ?, ?, ?) RETURNING id AS "id!" "#,
-                        repository_id,
-                        commit_id,
-                        machine,
-                        priority,
-                        settings.max_attempts,
-                        now
-                    )
-                    .fetch_one(&mut *tx)
-                    .await?,
-                };
-            jobs.push(id);
+            if let Some(id) =
+                queue_one(&mut tx, repository_id, commit_id, machine, reason, settings, now).await?
+            {
+                jobs.push(id);
+            }
         }
         tx.commit().await?;
         Ok(jobs)
+    }
+
+    /// Queues `commit_id` on one machine (a bisection step or a repeat of one). Returns the job
+    /// waiting for it, new or already queued.
+    pub async fn enqueue_on_machine(
+        &self,
+        repository_id: i64,
+        commit_id: i64,
+        machine_id: i64,
+        reason: JobReason,
+        settings: LeaseSettings,
+        now: i64,
+    ) -> Result<Option<i64>, DbError> {
+        let mut tx = self.begin_write().await?;
+        let id = queue_one(
+            &mut tx,
+            repository_id,
+            commit_id,
+            Some(machine_id),
+            reason,
+            settings,
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Cancels a waiting or running job. A worker running it loses its lease: its heartbeat and
+    /// its completion are refused.
+    pub async fn cancel_job(&self, job_id: i64, now: i64) -> Result<(), DbError> {
+        let mut tx = self.begin_write().await?;
+        let updated = sqlx::query!(
+            r#"UPDATE jobs SET state = 'cancelled', finished_at = ?, lease_id = NULL,
+                               lease_expires_at = NULL, error = 'cancelled'
+               WHERE id = ? AND state IN ('queued', 'running')"#,
+            now,
+            job_id
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        if updated == 0 {
+            self.job(job_id).await?;
+            return Err(DbError::Conflict(format!(
+                "job {job_id} has already finished; retry it instead"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Queues a finished job's commit again on the same machine; returns the new job's id.
+    pub async fn retry_job(
+        &self,
+        job_id: i64,
+        settings: LeaseSettings,
+        now: i64,
+    ) -> Result<i64, DbError> {
+        let mut tx = self.begin_write().await?;
+        let job = sqlx::query!(
+            "SELECT repository_id, commit_id, machine_id, state FROM jobs WHERE id = ?",
+            job_id
+        )
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| DbError::NotFound(format!("job {job_id}")))?;
+        if job.state == "queued" || job.state == "running" {
+            return Err(DbError::Conflict(format!(
+                "job {job_id} is still {}; cancel it first",
+                job.state
+            )));
+        }
+        let id = queue_one(
+            &mut tx,
+            job.repository_id,
+            job.commit_id,
+            job.machine_id,
+            JobReason::Manual,
+            settings,
+            now,
+        )
+        .await?
+        .ok_or_else(|| DbError::Conflict(format!("job {job_id}'s commit is queued already")))?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     /// Hands the next job for `machine_id` to its worker under a fresh lease, after returning
@@ -245,7 +394,7 @@ impl Db {
         Ok(sqlx::query_as!(
             JobRow,
             r#"SELECT j.id, r.name AS repository, c.sha, c.message, m.fingerprint AS "machine?",
-                      j.state, j.attempts, j.created_at, j.started_at, j.finished_at, j.error, j.log_tail
+                      j.state, j.reason, j.attempts, j.created_at, j.started_at, j.finished_at, j.error, j.log_tail
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                            LEFT JOIN machines m ON m.id = j.machine_id
@@ -260,6 +409,59 @@ impl Db {
         .fetch_all(&self.reader)
         .await?)
     }
+}
+
+/// Queues one (commit, machine) job unless one is waiting already (returned instead) or, for
+/// reasons measured once per machine, the machine has ever been given or measured it (`None`).
+async fn queue_one(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    repository_id: i64,
+    commit_id: i64,
+    machine: Option<i64>,
+    reason: JobReason,
+    settings: LeaseSettings,
+    now: i64,
+) -> Result<Option<i64>, DbError> {
+    let active = sqlx::query_scalar!(
+        r#"SELECT id AS "id!" FROM jobs WHERE commit_id = ? AND machine_id IS ?
+           AND state IN ('queued', 'running')"#,
+        commit_id,
+        machine
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    if active.is_some() {
+        return Ok(active);
+    }
+    if reason.once_per_machine() {
+        let seen = sqlx::query_scalar!(
+            r#"SELECT 1 AS "seen!" FROM jobs WHERE commit_id = ?1 AND machine_id IS ?2 AND state <> 'cancelled'
+               UNION ALL SELECT 1 FROM runs WHERE commit_id = ?1 AND machine_id IS ?2 LIMIT 1"#,
+            commit_id,
+            machine
+        )
+        .fetch_optional(&mut **tx)
+        .await?;
+        if seen.is_some() {
+            return Ok(None);
+        }
+    }
+    let (reason_name, priority) = (reason.as_str(), reason.priority());
+    let id = sqlx::query_scalar!(
+        r#"INSERT INTO jobs (repository_id, commit_id, machine_id, state, priority, reason,
+                             max_attempts, created_at)
+           VALUES (?, ?, ?, 'queued', ?, ?, ?, ?) RETURNING id AS "id!" "#,
+        repository_id,
+        commit_id,
+        machine,
+        priority,
+        reason_name,
+        settings.max_attempts,
+        now
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(Some(id))
 }
 
 pub(super) fn lease_lost(job_id: i64) -> DbError {

@@ -21,6 +21,8 @@ pub struct MachineRow {
     pub virtualization: String,
     pub first_seen_at: i64,
     pub last_seen_at: i64,
+    /// Comma-separated labels its worker declares.
+    pub labels: String,
     /// The job it is running now, if any.
     pub current_job: Option<i64>,
 }
@@ -65,6 +67,7 @@ impl Db {
         &self,
         specs: &MachineSpecs,
         name: &str,
+        labels: Option<&str>,
         now: i64,
     ) -> Result<(i64, MachineFingerprint), DbError> {
         let fingerprint = specs.fingerprint();
@@ -81,10 +84,10 @@ impl Db {
         let mut tx = self.begin_write().await?;
         let id = sqlx::query_scalar!(
             r#"INSERT INTO machines (fingerprint, name, cpu_model, logical_cores, physical_cores,
-                                     memory_gib, arch, virtualization, first_seen_at, last_seen_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                     memory_gib, arch, virtualization, first_seen_at, last_seen_at, labels)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, ''))
                ON CONFLICT (fingerprint) DO UPDATE SET last_seen_at = excluded.last_seen_at,
-                                                       name = excluded.name
+                   name = excluded.name, labels = coalesce(?11, machines.labels)
                RETURNING id AS "id!" "#,
             fp,
             name,
@@ -95,7 +98,8 @@ impl Db {
             arch,
             virt,
             now,
-            now
+            now,
+            labels
         )
         .fetch_one(&mut *tx)
         .await?;
@@ -122,7 +126,7 @@ impl Db {
             MachineRow,
             r#"SELECT m.id, m.fingerprint, m.name, m.cpu_model, m.logical_cores, m.physical_cores,
                       m.memory_gib, m.arch, m.virtualization, m.first_seen_at, m.last_seen_at,
-                      (SELECT j.id FROM jobs j WHERE j.machine_id = m.id AND j.state = 'running'
+                      m.labels, (SELECT j.id FROM jobs j WHERE j.machine_id = m.id AND j.state = 'running'
                        LIMIT 1) AS "current_job?: i64"
                FROM machines m ORDER BY m.last_seen_at DESC, m.id"#
         )

@@ -2,6 +2,7 @@
 //! readers, writes through a single writer connection in `BEGIN IMMEDIATE` transactions, so
 //! that a read-then-write transaction never fails to upgrade its lock.
 
+mod bisections;
 mod ingest;
 mod jobs;
 mod machines;
@@ -9,6 +10,7 @@ mod pages;
 mod regressions;
 mod repos;
 mod sensitivity;
+mod webhooks;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -17,8 +19,9 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
+pub use bisections::{BisectionRow, BisectionUpdate, BisectionView, ProbeJobs, WideRegression};
 pub use ingest::{IngestSummary, RunRecord};
-pub use jobs::{JobRow, JobTarget, LeaseSettings};
+pub use jobs::{JobReason, JobRow, JobTarget, LeaseSettings, labels_satisfy, normalize_labels};
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,
@@ -27,8 +30,9 @@ pub use pages::{
 pub use regressions::{
     AnalysisPoint, FoundChange, RegressionFilter, RegressionRow, SeriesToAnalyse, TRIAGE_STATES,
 };
-pub use repos::{CommitRecord, RepositoryRow, validate_repository};
+pub use repos::{CommitRecord, RepositoryRow, RepositorySettings, validate_repository};
 pub use sensitivity::{SensitivityRule, sensitivity_for};
+pub use webhooks::{ChainCommit, DeliveryRow, NewDelivery, RepositoryRemote};
 
 /// A failure of the storage layer, or a request it refuses.
 #[derive(Debug, thiserror::Error)]

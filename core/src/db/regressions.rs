@@ -84,6 +84,12 @@ pub struct RegressionFilter {
     pub min_change: Option<f64>,
 }
 
+/// The value of a commit measured several times: the median of all samples, or of the runs'
+/// values when no run kept samples.
+fn pooled_value(samples: &[f64], values: &[f64]) -> f64 {
+    crate::results::median(if samples.is_empty() { values } else { samples }).unwrap_or(f64::NAN)
+}
+
 /// The triage states a regression may be moved to.
 pub const TRIAGE_STATES: [&str; 4] = ["open", "acknowledged", "fixed", "false_positive"];
 
@@ -91,28 +97,42 @@ pub const TRIAGE_STATES: [&str; 4] = ["open", "acknowledged", "fixed", "false_po
 const SAME_CHANGE_MARGIN: i64 = 3;
 
 impl Db {
-    /// Every point of a series on the tracked branch, oldest first (the latest run per commit).
+    /// Every point of a series on the tracked branch, oldest first. A commit measured more than
+    /// once (a retry, a bisection's repeats) is one point: the samples of all its runs pooled,
+    /// valued at their median.
     pub async fn analysis_points(&self, series_id: i64) -> Result<Vec<AnalysisPoint>, DbError> {
         let rows = sqlx::query!(
             r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value, x.samples
                FROM measurements x JOIN commits c ON c.id = x.commit_id
                WHERE x.series_id = ? AND c.position IS NOT NULL
-                 AND x.id = (SELECT max(y.id) FROM measurements y
-                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY c.position"#,
+               ORDER BY c.position, x.id"#,
             series_id
         )
         .fetch_all(&self.reader)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| AnalysisPoint {
-                commit_id: r.commit_id,
-                position: r.position,
-                value: r.value,
-                samples: serde_json::from_str(&r.samples).unwrap_or_default(),
-            })
-            .collect())
+        let mut points: Vec<AnalysisPoint> = Vec::with_capacity(rows.len());
+        let mut values: Vec<f64> = Vec::new();
+        for r in rows {
+            let samples: Vec<f64> = serde_json::from_str(&r.samples).unwrap_or_default();
+            match points.last_mut() {
+                Some(last) if last.commit_id == r.commit_id => {
+                    values.push(r.value);
+                    last.samples.extend(samples);
+                    last.value = pooled_value(&last.samples, &values);
+                }
+                _ => {
+                    values.clear();
+                    values.push(r.value);
+                    points.push(AnalysisPoint {
+                        commit_id: r.commit_id,
+                        position: r.position,
+                        value: r.value,
+                        samples,
+                    });
+                }
+            }
+        }
+        Ok(points)
     }
 
     /// The series a run measured.
@@ -141,7 +161,9 @@ impl Db {
     ) -> Result<Vec<i64>, DbError> {
         let mut tx = self.begin_write().await?;
         let existing = sqlx::query!(
-            r#"SELECT r.id, r.kind, c.position FROM regressions r JOIN commits c ON c.id = r.commit_id
+            r#"SELECT r.id, r.kind, c.position, p.position AS previous_position
+               FROM regressions r JOIN commits c ON c.id = r.commit_id
+                                  LEFT JOIN commits p ON p.id = r.previous_id
                WHERE r.series_id = ?"#,
             series_id
         )
@@ -150,11 +172,16 @@ impl Db {
         let mut matched = Vec::new();
         let mut created = Vec::new();
         for change in found {
+            // The same change: near the stored one, or inside its suspect range (a bisection
+            // narrowing the range moves the change point by more than the margin).
             let same = existing.iter().find(|e| {
                 e.kind == change.kind
                     && !matched.contains(&e.id)
-                    && e.position
-                        .is_some_and(|p| (p - change.position).abs() <= SAME_CHANGE_MARGIN)
+                    && e.position.is_some_and(|p| {
+                        (p - change.position).abs() <= SAME_CHANGE_MARGIN
+                            || (e.previous_position.is_some_and(|prev| prev < change.position)
+                                && change.position <= p)
+                    })
             });
             let id = match same {
                 Some(e) => {

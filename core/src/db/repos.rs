@@ -11,6 +11,41 @@ pub struct RepositoryRow {
     pub url: String,
     pub branch: String,
     pub created_at: i64,
+    /// Seconds between polls of the remote; `None` when pushes arrive by webhook only.
+    pub poll_seconds: Option<i64>,
+    /// Comma-separated labels a machine must carry to run this repository's jobs.
+    pub machine_labels: String,
+}
+
+/// How a repository learns of pushes and where its jobs run. The webhook secret is written
+/// here and never read back through the API.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RepositorySettings {
+    pub webhook_secret: Option<String>,
+    pub poll_seconds: Option<i64>,
+    pub machine_labels: String,
+}
+
+impl RepositorySettings {
+    /// Checks the settings and normalizes the labels.
+    pub fn validated(mut self) -> Result<Self, DbError> {
+        if let Some(secret) = &self.webhook_secret
+            && (secret.len() < 8 || secret.len() > 256 || secret.chars().any(char::is_control))
+        {
+            return Err(DbError::Invalid(
+                "a webhook secret has 8-256 characters and no control characters".into(),
+            ));
+        }
+        if let Some(seconds) = self.poll_seconds
+            && !(10..=86_400).contains(&seconds)
+        {
+            return Err(DbError::Invalid(format!(
+                "poll interval {seconds}s is out of range: use 10 seconds to 1 day"
+            )));
+        }
+        self.machine_labels = super::jobs::normalize_labels(&self.machine_labels)?;
+        Ok(self)
+    }
 }
 
 /// A commit as git describes it.
@@ -62,9 +97,11 @@ impl Db {
         name: &str,
         url: &str,
         branch: &str,
+        settings: RepositorySettings,
         now: i64,
     ) -> Result<RepositoryRow, DbError> {
         validate_repository(name, url, branch)?;
+        let settings = settings.validated()?;
         let mut tx = self.begin_write().await?;
         let existing = sqlx::query_scalar!("SELECT id FROM repositories WHERE name = ?", name)
             .fetch_optional(&mut *tx)
@@ -75,11 +112,16 @@ impl Db {
             )));
         }
         let id = sqlx::query_scalar!(
-            "INSERT INTO repositories (name, url, branch, created_at) VALUES (?, ?, ?, ?) RETURNING id AS \"id!\"",
+            r#"INSERT INTO repositories (name, url, branch, created_at, webhook_secret, poll_seconds,
+                                         machine_labels)
+               VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
             name,
             url,
             branch,
-            now
+            now,
+            settings.webhook_secret,
+            settings.poll_seconds,
+            settings.machine_labels
         )
         .fetch_one(&mut *tx)
         .await?;
@@ -90,6 +132,8 @@ impl Db {
             url: url.into(),
             branch: branch.into(),
             created_at: now,
+            poll_seconds: settings.poll_seconds,
+            machine_labels: settings.machine_labels,
         })
     }
 
@@ -97,7 +141,7 @@ impl Db {
     pub async fn repository(&self, name: &str) -> Result<RepositoryRow, DbError> {
         sqlx::query_as!(
             RepositoryRow,
-            "SELECT id, name, url, branch, created_at FROM repositories WHERE name = ?",
+            "SELECT id, name, url, branch, created_at, poll_seconds, machine_labels FROM repositories WHERE name = ?",
             name
         )
         .fetch_optional(&self.reader)
@@ -109,7 +153,7 @@ impl Db {
     pub async fn repositories(&self) -> Result<Vec<RepositoryRow>, DbError> {
         Ok(sqlx::query_as!(
             RepositoryRow,
-            "SELECT id, name, url, branch, created_at FROM repositories ORDER BY name"
+            "SELECT id, name, url, branch, created_at, poll_seconds, machine_labels FROM repositories ORDER BY name"
         )
         .fetch_all(&self.reader)
         .await?)

@@ -10,7 +10,10 @@
 //!   effect of `noise_multiplier` × the commit-to-commit noise.
 //! - **Where did the history change?** [`detect_change_points`] finds shifts of level that
 //!   last at least `min_segment_len` commits, so spikes that revert are ignored and slow
-//!   drifts are still found.
+//!   drifts are still found. [`detect_tail_change`] answers the same question early, for
+//!   the newest commits, provisionally.
+//! - **Which commit in an unmeasured range did it?** [`bisect::classify_probe`] decides each
+//!   step of a bisection, asking for repeats when a probe sits between the levels.
 //!
 //! Every answer carries its evidence (baseline, change, interval, p-value, noise, counts,
 //! method). Percentages are relative to |baseline|; a change away from a baseline of zero is
@@ -19,6 +22,7 @@
 //! The methods are compared with those of Bencher, rustc-perf, conbench and a fixed
 //! threshold by the harness in `core/benches/verdicts` (results in docs/VERDICTS.md).
 
+pub mod bisect;
 mod changepoint;
 mod compare;
 pub mod distribution;
@@ -29,6 +33,7 @@ mod segmentation;
 mod sensitivity;
 #[cfg(test)]
 mod synthetic;
+mod tail;
 mod verdict;
 
 pub use crate::model::Direction;
@@ -36,4 +41,5 @@ pub use changepoint::{ChangePoint, detect_change_points};
 pub use compare::compare;
 pub use noise::{CommitObservation, MIN_HISTORY_CHANGES, NoiseModel, noise_model};
 pub use sensitivity::{Sensitivity, SensitivityError, SensitivityOverrides};
+pub use tail::detect_tail_change;
 pub use verdict::{Verdict, VerdictKind};

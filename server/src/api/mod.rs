@@ -3,6 +3,7 @@
 mod queue;
 mod repos;
 mod verdicts;
+mod webhooks;
 mod worker;
 
 pub use repos::load_commit;
@@ -27,6 +28,11 @@ pub fn router() -> Router<AppState> {
         .route("/repos/{repo}/results", post(repos::upload_results))
         .route("/worker/jobs/{id}/complete", post(worker::complete))
         .layer(DefaultBodyLimit::max(RESULTS_BODY_LIMIT));
+    let hooks = Router::new()
+        .route("/webhooks/github", post(webhooks::github))
+        .route("/webhooks/gitlab", post(webhooks::gitlab))
+        .route("/webhooks/gitea", post(webhooks::gitea))
+        .layer(DefaultBodyLimit::max(webhooks::WEBHOOK_BODY_LIMIT));
     Router::new()
         .route("/repos", get(repos::list).post(repos::create))
         .route("/repos/{repo}", get(repos::show))
@@ -35,6 +41,10 @@ pub fn router() -> Router<AppState> {
         .route("/repos/{repo}/series", get(repos::series))
         .route("/repos/{repo}/regressions", get(verdicts::regressions))
         .route("/repos/{repo}/regressions/{id}", get(verdicts::regression))
+        .route(
+            "/repos/{repo}/regressions/{id}/bisection",
+            get(verdicts::bisection),
+        )
         .route(
             "/repos/{repo}/regressions/{id}/triage",
             post(verdicts::triage),
@@ -46,11 +56,15 @@ pub fn router() -> Router<AppState> {
         )
         .route("/jobs", get(queue::jobs))
         .route("/jobs/{id}", get(queue::job))
+        .route("/jobs/{id}/cancel", post(queue::cancel))
+        .route("/jobs/{id}/retry", post(queue::retry))
+        .route("/webhooks/deliveries", get(webhooks::deliveries))
         .route("/machines", get(queue::machines))
         .route("/worker/claim", post(worker::claim))
         .route("/worker/jobs/{id}/heartbeat", post(worker::heartbeat))
         .layer(DefaultBodyLimit::max(SMALL_BODY_LIMIT))
         .merge(results)
+        .merge(hooks)
 }
 
 /// A JSON body whose rejections are reported as [`AppError`]s (a JSON error body).

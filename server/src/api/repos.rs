@@ -4,7 +4,8 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use kymo_core::db::{
-    BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, RepositoryRow,
+    BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, JobReason, RepositoryRow,
+    RepositorySettings,
     RepositorySummary, RunRecord, SeriesPoint, validate_repository,
 };
 use kymo_core::model::CommitSha;
@@ -42,11 +43,17 @@ pub async fn create(
             new.name
         )));
     }
+    let settings = RepositorySettings {
+        webhook_secret: new.webhook_secret,
+        poll_seconds: new.poll_seconds,
+        machine_labels: new.machine_labels.unwrap_or_default(),
+    }
+    .validated()?;
     // Clone before storing anything, so that a wrong URL or branch changes nothing.
     git::probe(&state, &new.name, &new.url, branch).await?;
     let repo = state
         .db
-        .create_repository(&new.name, &new.url, branch, state.now())
+        .create_repository(&new.name, &new.url, branch, settings, state.now())
         .await?;
     git::sync_history(&state, &repo).await?;
     tracing::info!(repo = repo.name, url = repo.url, "repository added");
@@ -69,7 +76,13 @@ pub async fn enqueue_run(
     let (commit, commit_id) = git::resolve_commit(&state, &repo, request.commit.as_deref()).await?;
     let jobs = state
         .db
-        .enqueue_commit(repo.id, commit_id, 0, state.leases, state.now())
+        .enqueue_commit(
+            repo.id,
+            commit_id,
+            JobReason::Manual,
+            state.leases,
+            state.now(),
+        )
         .await?;
     Ok((StatusCode::ACCEPTED, Json(RunQueued { commit, jobs })))
 }
@@ -171,7 +184,7 @@ pub async fn upload_results(
                 .chars()
                 .take(128)
                 .collect::<String>();
-            state.db.upsert_machine(specs, &name, now).await?
+            state.db.upsert_machine(specs, &name, None, now).await?
         }
         (None, None) => {
             return Err(AppError::BadRequest(
@@ -202,7 +215,8 @@ pub async fn upload_results(
             now,
         )
         .await?;
-    crate::analysis::analyse_run(&state, summary.run_id).await?;
+    let created = crate::analysis::analyse_run(&state, summary.run_id).await?;
+    crate::analysis::follow_up(&state, repo.id, &created).await?;
     Ok((
         StatusCode::CREATED,
         Json(UploadAccepted {

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use kymo_core::db::{RegressionFilter, RegressionRow, SensitivityRule};
+use kymo_core::db::{BisectionView, RegressionFilter, RegressionRow, SensitivityRule};
 use serde::Deserialize;
 
 use super::ApiJson;
@@ -37,6 +37,20 @@ pub async fn regression(
     Path((repo, id)): Path<(String, i64)>,
 ) -> AppResult<Json<RegressionRow>> {
     Ok(Json(load_regression(&state, &repo, id).await?))
+}
+
+/// `GET /repos/{repo}/regressions/{id}/bisection`: the search for its culprit, if one ran.
+pub async fn bisection(
+    State(state): State<AppState>,
+    Path((repo, id)): Path<(String, i64)>,
+) -> AppResult<Json<BisectionView>> {
+    load_regression(&state, &repo, id).await?;
+    state
+        .db
+        .bisection_of(id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| AppError::NotFound(format!("a bisection of regression {id}")))
 }
 
 /// A triage decision.

@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use kymo_core::db::{DbError, RunRecord};
+use kymo_core::db::{DbError, RunRecord, normalize_labels};
 use kymo_core::protocol::{
     ClaimRequest, ClaimResponse, Completion, Heartbeat, JobOutcome, log_tail,
 };
@@ -24,7 +24,11 @@ pub async fn claim(
     let now = state.now();
     // upsert_machine keeps the first 128 characters of the name.
     let name = &request.environment.hostname;
-    let (machine_id, _) = state.db.upsert_machine(&request.specs, name, now).await?;
+    let labels = normalize_labels(&request.labels.join(","))?;
+    let (machine_id, _) = state
+        .db
+        .upsert_machine(&request.specs, name, Some(&labels), now)
+        .await?;
     let job = state.db.claim_job(machine_id, state.leases, now).await?;
     if let Some(job) = &job {
         tracing::info!(job = job.id, commit = %job.commit, repo = job.repository, "job claimed");
@@ -62,8 +66,10 @@ pub async fn complete(
                 log_tail(error, MAX_ERROR_BYTES),
                 log_tail(tail, MAX_LOG_BYTES),
             );
+            let target = state.db.job_target(id).await?;
             state.db.fail_job(id, lease, error, tail, now).await?;
             tracing::warn!(job = id, error, "job failed");
+            crate::analysis::follow_up(&state, target.repository_id, &[]).await?;
             Ok(Json(json!({ "state": "failed" })))
         }
         JobOutcome::Succeeded { suites, log } => {
@@ -84,7 +90,8 @@ pub async fn complete(
                         measurements = summary.measurements,
                         "job succeeded"
                     );
-                    crate::analysis::analyse_run(&state, summary.run_id).await?;
+                    let created = crate::analysis::analyse_run(&state, summary.run_id).await?;
+                    crate::analysis::follow_up(&state, target.repository_id, &created).await?;
                     Ok(Json(json!({ "state": "succeeded", "run": summary.run_id })))
                 }
                 Err(DbError::Invalid(reason)) => {

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use kymo_core::db::{Db, LeaseSettings, RepositoryRow, RepositorySummary, TokenScope};
+use kymo_core::db::{
+    Db, JobRow, LeaseSettings, RepositoryRow, RepositorySummary, TokenScope,
+};
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::model::{CommitSha, MachineFingerprint};
 use kymo_core::protocol::{
@@ -42,6 +44,18 @@ pub enum Command {
         name: String,
         /// A sha, branch or tag.
         commitish: Option<String>,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Cancel a waiting or running job.
+    Cancel {
+        job: i64,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Queue a finished (failed, cancelled or succeeded) job's commit again on its machine.
+    Retry {
+        job: i64,
         #[command(flatten)]
         server: ServerArg,
     },
@@ -101,6 +115,9 @@ pub struct ServeArgs {
     /// Seconds a job's lease lasts without a heartbeat.
     #[arg(long, env = "KYMO_LEASE_SECONDS", default_value_t = 60, hide = true)]
     pub lease_seconds: i64,
+    /// Labels the embedded worker offers (comma-separated).
+    #[arg(long = "label", value_delimiter = ',')]
+    pub labels: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -113,6 +130,9 @@ pub struct WorkerArgs {
     /// Where mirrors, work trees and build directories live.
     #[arg(long, env = "KYMO_CACHE", default_value = "kymo-worker")]
     pub cache_dir: PathBuf,
+    /// Labels this machine offers (comma-separated); repositories may require some.
+    #[arg(long = "label", env = "KYMO_LABELS", value_delimiter = ',')]
+    pub labels: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -123,6 +143,15 @@ pub enum RepoCommand {
         url_or_path: String,
         #[arg(long, default_value = "main")]
         branch: String,
+        /// Shared secret of the push webhook (`/api/v1/webhooks/{github,gitlab,gitea}?repo=NAME`).
+        #[arg(long, env = "KYMO_WEBHOOK_SECRET")]
+        webhook_secret: Option<String>,
+        /// Poll the remote this often, in seconds, for hosts that cannot send webhooks.
+        #[arg(long, value_name = "SECONDS")]
+        poll: Option<i64>,
+        /// Run this repository's jobs only on machines with these labels (comma-separated).
+        #[arg(long, value_name = "LABELS")]
+        machines: Option<String>,
         #[command(flatten)]
         server: ServerArg,
     },
@@ -186,6 +215,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     ..LeaseSettings::default()
                 },
                 data_dir,
+                worker_labels: args.labels,
             })
             .await
         }
@@ -196,6 +226,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 cache_dir: args.cache_dir,
                 poll_interval: std::time::Duration::from_secs(2),
                 limits: Default::default(),
+                labels: args.labels,
             };
             blocking(move || {
                 let worker = kymo_worker::Worker::new(config);
@@ -210,6 +241,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             name,
             url_or_path,
             branch,
+            webhook_secret,
+            poll,
+            machines,
             server,
         }) => {
             let url = absolute_if_local(&url_or_path)?;
@@ -217,6 +251,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 name,
                 url,
                 branch: Some(branch),
+                webhook_secret,
+                poll_seconds: poll,
+                machine_labels: machines,
             };
             let repo: RepositoryRow =
                 blocking(move || client(&server).post("/repos", &body)).await?;
@@ -256,6 +293,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let body = RunRequest { commit: commitish };
             let queued: RunQueued = blocking(move || client(&server).post(&path, &body)).await?;
             println!("queued {} as job(s) {:?}", queued.commit, queued.jobs);
+            Ok(())
+        }
+        Command::Cancel { job, server } => {
+            let job: JobRow = blocking(move || {
+                client(&server).post(&format!("/jobs/{job}/cancel"), &serde_json::json!({}))
+            })
+            .await?;
+            println!("job {} is {}", job.id, job.state);
+            Ok(())
+        }
+        Command::Retry { job, server } => {
+            let new: JobRow = blocking(move || {
+                client(&server).post(&format!("/jobs/{job}/retry"), &serde_json::json!({}))
+            })
+            .await?;
+            println!("job {job} queued again as job {}", new.id);
             Ok(())
         }
         Command::Upload(args) => upload(args).await,

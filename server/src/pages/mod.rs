@@ -1,6 +1,7 @@
 //! The dashboard: server-rendered pages that work without JavaScript. When htmx asks
 //! (`HX-Request`), a handler renders only the fragment the page swaps.
 
+mod continuous;
 mod format;
 mod overlays;
 mod verdicts;
@@ -20,6 +21,9 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(views::home))
         .route("/queue", get(views::queue))
+        .route("/queue/jobs/{id}/cancel", axum::routing::post(continuous::cancel_job))
+        .route("/queue/jobs/{id}/retry", axum::routing::post(continuous::retry_job))
+        .route("/deliveries", get(continuous::deliveries))
         .route("/machines", get(views::machines))
         .route("/repos/{repo}", get(views::repository))
         .route("/repos/{repo}/commits/{sha}", get(views::commit))

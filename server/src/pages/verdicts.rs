@@ -4,7 +4,7 @@ use askama::Template;
 use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use kymo_core::db::{RegressionFilter, RegressionRow, TRIAGE_STATES};
+use kymo_core::db::{BisectionView, RegressionFilter, RegressionRow, TRIAGE_STATES};
 use serde::Deserialize;
 
 use super::format::{summary, utc, value};
@@ -132,6 +132,7 @@ struct RegressionPage {
     detected: String,
     svg: String,
     states: [&'static str; 4],
+    bisection: Option<BisectionView>,
 }
 
 pub async fn regression(
@@ -188,6 +189,7 @@ pub async fn regression(
         detected: utc(r.detected_at),
         svg,
         states: TRIAGE_STATES,
+        bisection: state.db.bisection_of(r.id).await?,
         r: (&r).into(),
     })
 }

@@ -332,6 +332,9 @@ pub async fn benchmark(
 struct JobView {
     id: i64,
     state: String,
+    reason: String,
+    /// Waiting or running: it can be cancelled (otherwise retried).
+    active: bool,
     repository: String,
     sha: String,
     short: String,
@@ -364,7 +367,9 @@ pub async fn queue(State(state): State<AppState>, headers: HeaderMap) -> PageRes
                 _ => "–".into(),
             },
             id: j.id,
+            active: j.state == "queued" || j.state == "running",
             state: j.state,
+            reason: j.reason,
             repository: j.repository,
             short: j.sha[..10].to_owned(),
             sha: j.sha,
@@ -393,6 +398,7 @@ struct MachineView {
     arch: String,
     virtualization: String,
     last_seen: String,
+    labels: String,
     current_job: Option<i64>,
 }
 
@@ -400,6 +406,7 @@ impl From<MachineRow> for MachineView {
     fn from(m: MachineRow) -> Self {
         MachineView {
             last_seen: utc(m.last_seen_at),
+            labels: m.labels,
             fingerprint: m.fingerprint,
             name: m.name,
             cpu_model: m.cpu_model,
