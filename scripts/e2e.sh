@@ -11,9 +11,14 @@ export SQLX_OFFLINE=true
 COMMITS=25
 STEP=15
 REPO=e2e
+export KYMO_E2E_SHOTS="${KYMO_E2E_SHOTS:-target/e2e}"
 
-[ -d node_modules/playwright-core ] || { echo "e2e: playwright-core is missing: run scripts/setup.sh" >&2; exit 1; }
-[ -x "${KYMO_CHROMIUM:-/usr/bin/chromium}" ] || { echo "e2e: Chromium is missing: run scripts/setup.sh" >&2; exit 1; }
+missing() {
+  echo "e2e: $1 is missing: run scripts/setup.sh" >&2
+  exit 1
+}
+[ -d node_modules/playwright-core ] || missing playwright-core
+[ -x "${KYMO_CHROMIUM:-/usr/bin/chromium}" ] || missing Chromium
 
 # Debug is enough, and shares the target directory with `cargo test`.
 cargo build --locked --quiet --bin kymo
@@ -28,13 +33,17 @@ cleanup() {
     wait "$server_pid" 2>/dev/null || true
   fi
   if [ "$status" != 0 ] && [ -f "$work/server.log" ]; then
-    echo "e2e failed (exit $status); the server's log ends with:" >&2
+    echo "e2e failed (exit $status); screenshots of the steps so far are in $KYMO_E2E_SHOTS/;" \
+      "the server's log ends with:" >&2
     tail -n 40 "$work/server.log" >&2
   fi
   rm -rf "$work"
   exit "$status"
 }
 trap cleanup EXIT
+
+mkdir -p "$KYMO_E2E_SHOTS"
+rm -f "$KYMO_E2E_SHOTS"/*.png
 
 # The tracked repository: one commit per hour, so that the pages show distinct dates.
 git init -q -b main "$work/repo"
@@ -48,7 +57,9 @@ for i in $(seq 1 "$COMMITS"); do
 done
 
 # Requests are logged, so that the log tail printed on failure shows what the browser asked.
-NO_COLOR=1 RUST_LOG="${RUST_LOG:-info,tower_http=debug}" "$kymo" serve --no-worker --db "$work/kymo.db" --listen 127.0.0.1:0 >"$work/server.log" 2>&1 &
+log_filter="info,tower_http::trace::make_span=debug,tower_http::trace::on_response=debug"
+NO_COLOR=1 RUST_LOG="${RUST_LOG:-$log_filter}" \
+  "$kymo" serve --no-worker --db "$work/kymo.db" --listen 127.0.0.1:0 >"$work/server.log" 2>&1 &
 server_pid=$!
 url=""
 for _ in $(seq 1 100); do
@@ -65,8 +76,9 @@ node e2e/results.mjs "$work/results" "$COMMITS" "$STEP"
 i=0
 for sha in $(git -C "$work/repo" rev-list --reverse main); do
   i=$((i + 1))
-  "$kymo" upload --repo "$REPO" --commit "$sha" "$work/results/$(printf %02d "$i")/micro.json" >/dev/null
+  results="$work/results/$(printf %02d "$i")/micro.json"
+  "$kymo" upload --repo "$REPO" --commit "$sha" "$results" >/dev/null
 done
 
-KYMO_E2E_URL="$url" KYMO_E2E_REPO="$REPO" KYMO_E2E_STEP_SHA="$(git -C "$work/repo" rev-list --reverse main | sed -n "${STEP}p")" \
-  node --test e2e/
+KYMO_E2E_STEP_SHA="$(git -C "$work/repo" rev-list --reverse main | sed -n "${STEP}p")" \
+  KYMO_E2E_URL="$url" KYMO_E2E_REPO="$REPO" node --test e2e/
