@@ -89,6 +89,14 @@ test('the dashboard leads to a benchmark trend graph', async (t) => {
   const box = await chart.boundingBox();
   assert.ok(box.width > 600 && box.height > 200, `a small graph: ${JSON.stringify(box)}`);
   await shot(page, '1-benchmark');
+
+  // Each point links to its commit: the first slow one shows the step against its parent.
+  await chart.locator(`a[href$="/commits/${STEP_SHA}"]`).click();
+  await page.waitForURL(url(`/repos/${REPO}/commits/${STEP_SHA}`));
+  const row = page.locator('table.results tr', { hasText: 'parse/json' });
+  const change = parseFloat(await row.locator('td.worse').textContent());
+  assert.ok(change > 25 && change < 35, `parse/json changed by ${change} %`);
+  await shot(page, '1-commit');
 });
 
 test('the range changes through htmx without reloading the page', async (t) => {
