@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test kymo: git (for the tests' repositories),
-# a C toolchain for SQLite and libgit2, and htmx from the npm registry (package-lock.json).
+# a C toolchain for SQLite and libgit2, Chromium for the browser tests, and htmx and
+# playwright-core from the npm registry (package-lock.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,8 @@ command -v cc >/dev/null || need_apt+=(build-essential)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 # libgit2's https transport links the system OpenSSL.
 pkg-config --exists openssl 2>/dev/null || need_apt+=(libssl-dev)
+# scripts/e2e.sh drives Debian's Chromium (playwright-core downloads no browser of its own).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
