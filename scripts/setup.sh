@@ -13,6 +13,9 @@ command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || need_apt+=(libssl-dev)
 # scripts/e2e.sh drives Debian's Chromium (playwright-core downloads no browser of its own).
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# The webhook tests' git hook signs and posts its payload with openssl and curl.
+command -v openssl >/dev/null || need_apt+=(openssl)
+command -v curl >/dev/null || need_apt+=(curl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

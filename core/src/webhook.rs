@@ -121,7 +121,8 @@ impl RemoteIdentity {
         self.full_name.as_deref().is_some_and(|full| {
             let full = full.trim_matches('/').to_ascii_lowercase();
             !full.is_empty()
-                && (tracked.ends_with(&format!("/{full}")) || tracked.ends_with(&format!(":{full}")))
+                && (tracked.ends_with(&format!("/{full}"))
+                    || tracked.ends_with(&format!(":{full}")))
         })
     }
 }
@@ -130,9 +131,7 @@ impl RemoteIdentity {
 /// trailing `.git` or `/`, and the case of the whole (hosts and most forges ignore case).
 fn normalize_remote(url: &str) -> String {
     let url = url.trim().trim_end_matches('/');
-    url.strip_suffix(".git")
-        .unwrap_or(url)
-        .to_ascii_lowercase()
+    url.strip_suffix(".git").unwrap_or(url).to_ascii_lowercase()
 }
 
 /// A push, as far as kymo reads it.
@@ -273,7 +272,10 @@ mod tests {
         );
         assert!(verify_hmac_sha256("s3cret-key", b"{}", &signature).is_err());
         for forged in ["", "sha256=", "zz", &signature[..10], &"0".repeat(64)] {
-            assert!(verify_hmac_sha256("s3cret-key", body, forged).is_err(), "{forged:?}");
+            assert!(
+                verify_hmac_sha256("s3cret-key", body, forged).is_err(),
+                "{forged:?}"
+            );
         }
     }
 
@@ -319,7 +321,10 @@ mod tests {
     #[test]
     fn tags_are_not_branches_and_malformed_payloads_say_why() {
         let body = format!(r#"{{"ref":"refs/tags/v1","after":"{SHA}"}}"#);
-        assert_eq!(parse_push(Provider::Gitea, body.as_bytes()).unwrap().branch, None);
+        assert_eq!(
+            parse_push(Provider::Gitea, body.as_bytes()).unwrap().branch,
+            None
+        );
         for bad in [
             &b"not json"[..],
             br#"{"ref":"refs/heads/main"}"#,

@@ -104,8 +104,7 @@ pub fn changes_in(
     let mut changes = detect_change_points(&observations, direction, sensitivity);
     // The commits since the last confirmed change may hold a change too recent to confirm.
     let settled = changes.last().map_or(0, |cp| cp.position);
-    if let Some(mut recent) = detect_tail_change(&observations[settled..], direction, sensitivity)
-    {
+    if let Some(mut recent) = detect_tail_change(&observations[settled..], direction, sensitivity) {
         recent.position += settled;
         changes.push(recent);
     }

@@ -21,7 +21,11 @@ pub const MAX_PROBE_RUNS: usize = 3;
 pub async fn advance(state: &AppState, repository_id: i64) -> AppResult<Vec<i64>> {
     for wide in state.db.wide_regressions(repository_id).await? {
         if let Some(id) = state.db.start_bisection(&wide, state.now()).await? {
-            tracing::info!(bisection = id, regression = wide.regression_id, "bisection started");
+            tracing::info!(
+                bisection = id,
+                regression = wide.regression_id,
+                "bisection started"
+            );
         }
     }
     let mut ended = Vec::new();
@@ -61,12 +65,24 @@ async fn step(state: &AppState, b: &BisectionRow) -> AppResult<bool> {
         if range.bad_position - range.good_position <= 1 {
             let note = format!("culprit found in {} step(s)", range.steps);
             save(state, b, &range, "found", None, &note).await?;
-            tracing::info!(regression = b.regression_id, steps = range.steps, "bisection found the culprit");
+            tracing::info!(
+                regression = b.regression_id,
+                steps = range.steps,
+                "bisection found the culprit"
+            );
             return Ok(true);
         }
         let middle = range.good_position + (range.bad_position - range.good_position) / 2;
         let Some(probe) = db.commit_at_position(b.repository_id, middle).await? else {
-            save(state, b, &range, "abandoned", None, "the branch's history changed").await?;
+            save(
+                state,
+                b,
+                &range,
+                "abandoned",
+                None,
+                "the branch's history changed",
+            )
+            .await?;
             return Ok(true);
         };
         range.wanted_runs = range.wanted_runs.max(1);

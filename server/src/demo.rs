@@ -216,7 +216,13 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     for row in history.iter().rev() {
         state
             .db
-            .enqueue_commit(repo.id, row.id, JobReason::Backfill, state.leases, state.now())
+            .enqueue_commit(
+                repo.id,
+                row.id,
+                JobReason::Backfill,
+                state.leases,
+                state.now(),
+            )
             .await?;
     }
 

@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod api;
 
 mod assets;
+pub mod bisect;
 pub mod chart;
 pub mod cli;
 pub mod compare;
@@ -16,7 +17,6 @@ pub mod error;
 pub mod git;
 pub mod pages;
 pub mod push;
-pub mod bisect;
 pub mod serve;
 pub mod state;
 pub mod telemetry;

@@ -94,7 +94,11 @@ pub async fn process_push(
         new_commits: new.len(),
         jobs,
     };
-    tracing::info!(repo = repo.name, outcome = outcome.summary(), "push processed");
+    tracing::info!(
+        repo = repo.name,
+        outcome = outcome.summary(),
+        "push processed"
+    );
     Ok(outcome)
 }
 

@@ -211,7 +211,11 @@ impl Db {
 
     /// Every sample of a series at one commit, over all its runs (a run without samples
     /// contributes its value).
-    pub async fn samples_at(&self, series_id: i64, commit_id: i64) -> Result<Vec<Vec<f64>>, DbError> {
+    pub async fn samples_at(
+        &self,
+        series_id: i64,
+        commit_id: i64,
+    ) -> Result<Vec<Vec<f64>>, DbError> {
         let rows = sqlx::query!(
             "SELECT value, samples FROM measurements WHERE series_id = ? AND commit_id = ? ORDER BY id",
             series_id,
@@ -223,7 +227,11 @@ impl Db {
             .into_iter()
             .map(|r| {
                 let samples: Vec<f64> = serde_json::from_str(&r.samples).unwrap_or_default();
-                if samples.is_empty() { vec![r.value] } else { samples }
+                if samples.is_empty() {
+                    vec![r.value]
+                } else {
+                    samples
+                }
             })
             .collect())
     }

@@ -146,8 +146,16 @@ impl Db {
         };
         let mut jobs = Vec::new();
         for machine in targets {
-            if let Some(id) =
-                queue_one(&mut tx, repository_id, commit_id, machine, reason, settings, now).await?
+            if let Some(id) = queue_one(
+                &mut tx,
+                repository_id,
+                commit_id,
+                machine,
+                reason,
+                settings,
+                now,
+            )
+            .await?
             {
                 jobs.push(id);
             }
@@ -430,8 +438,19 @@ async fn queue_one(
     )
     .fetch_optional(&mut **tx)
     .await?;
-    if active.is_some() {
-        return Ok(active);
+    if let Some(id) = active {
+        // A bisection needs the commit sooner than the backfill that queued it.
+        let (reason_name, priority) = (reason.as_str(), reason.priority());
+        sqlx::query!(
+            "UPDATE jobs SET priority = ?, reason = ? WHERE id = ? AND state = 'queued' AND priority < ?",
+            priority,
+            reason_name,
+            id,
+            priority
+        )
+        .execute(&mut **tx)
+        .await?;
+        return Ok(Some(id));
     }
     if reason.once_per_machine() {
         let seen = sqlx::query_scalar!(

@@ -179,7 +179,9 @@ impl Db {
                     && !matched.contains(&e.id)
                     && e.position.is_some_and(|p| {
                         (p - change.position).abs() <= SAME_CHANGE_MARGIN
-                            || (e.previous_position.is_some_and(|prev| prev < change.position)
+                            || (e
+                                .previous_position
+                                .is_some_and(|prev| prev < change.position)
                                 && change.position <= p)
                     })
             });

@@ -22,8 +22,19 @@ const CLEAR_SIDE: f64 = 0.7;
 /// Classifies a probe from its samples and those of the good and bad ends. A probe that is not
 /// clearly on one side is measured again, up to `max_runs` runs; after that it goes to the
 /// nearer level.
-pub fn classify_probe(good: &[f64], bad: &[f64], probe: &[f64], runs: usize, max_runs: usize) -> ProbeDecision {
-    let finite = |v: &[f64]| v.iter().copied().filter(|x| x.is_finite()).collect::<Vec<f64>>();
+pub fn classify_probe(
+    good: &[f64],
+    bad: &[f64],
+    probe: &[f64],
+    runs: usize,
+    max_runs: usize,
+) -> ProbeDecision {
+    let finite = |v: &[f64]| {
+        v.iter()
+            .copied()
+            .filter(|x| x.is_finite())
+            .collect::<Vec<f64>>()
+    };
     let (good, bad, probe) = (finite(good), finite(bad), finite(probe));
     if good.is_empty() || bad.is_empty() || probe.is_empty() {
         return ProbeDecision::Undecidable;
@@ -59,25 +70,52 @@ mod tests {
 
     #[test]
     fn a_probe_at_either_level_is_decided_at_once() {
-        assert_eq!(classify_probe(&GOOD, &BAD, &[100.2, 99.8, 101.0], 1, 3), ProbeDecision::Good);
-        assert_eq!(classify_probe(&GOOD, &BAD, &[129.0, 131.0, 130.0], 1, 3), ProbeDecision::Bad);
+        assert_eq!(
+            classify_probe(&GOOD, &BAD, &[100.2, 99.8, 101.0], 1, 3),
+            ProbeDecision::Good
+        );
+        assert_eq!(
+            classify_probe(&GOOD, &BAD, &[129.0, 131.0, 130.0], 1, 3),
+            ProbeDecision::Bad
+        );
         // Direction does not matter: an improvement is bisected the same way.
-        assert_eq!(classify_probe(&BAD, &GOOD, &[100.0], 1, 3), ProbeDecision::Bad);
+        assert_eq!(
+            classify_probe(&BAD, &GOOD, &[100.0], 1, 3),
+            ProbeDecision::Bad
+        );
     }
 
     #[test]
     fn an_ambiguous_probe_is_repeated_then_sent_to_the_nearer_level() {
         let between = [112.0, 113.0, 121.0];
-        assert_eq!(classify_probe(&GOOD, &BAD, &between, 1, 3), ProbeDecision::Repeat);
-        assert_eq!(classify_probe(&GOOD, &BAD, &between, 3, 3), ProbeDecision::Good);
+        assert_eq!(
+            classify_probe(&GOOD, &BAD, &between, 1, 3),
+            ProbeDecision::Repeat
+        );
+        assert_eq!(
+            classify_probe(&GOOD, &BAD, &between, 3, 3),
+            ProbeDecision::Good
+        );
         let straddling = [100.0, 130.0, 131.0, 99.0];
-        assert_eq!(classify_probe(&GOOD, &BAD, &straddling, 2, 3), ProbeDecision::Repeat);
+        assert_eq!(
+            classify_probe(&GOOD, &BAD, &straddling, 2, 3),
+            ProbeDecision::Repeat
+        );
     }
 
     #[test]
     fn equal_ends_or_missing_samples_cannot_be_bisected() {
-        assert_eq!(classify_probe(&GOOD, &GOOD, &GOOD, 1, 3), ProbeDecision::Undecidable);
-        assert_eq!(classify_probe(&GOOD, &BAD, &[], 1, 3), ProbeDecision::Undecidable);
-        assert_eq!(classify_probe(&GOOD, &BAD, &[f64::NAN], 1, 3), ProbeDecision::Undecidable);
+        assert_eq!(
+            classify_probe(&GOOD, &GOOD, &GOOD, 1, 3),
+            ProbeDecision::Undecidable
+        );
+        assert_eq!(
+            classify_probe(&GOOD, &BAD, &[], 1, 3),
+            ProbeDecision::Undecidable
+        );
+        assert_eq!(
+            classify_probe(&GOOD, &BAD, &[f64::NAN], 1, 3),
+            ProbeDecision::Undecidable
+        );
     }
 }

@@ -108,8 +108,9 @@ mod tests {
     fn a_regressed_head_is_found_at_once() {
         let mut levels = vec![100.0; 20];
         levels.push(130.0);
-        let change = detect_tail_change(&history(&levels), Direction::Lower, &Sensitivity::default())
-            .expect("the head regressed by 30 %");
+        let change =
+            detect_tail_change(&history(&levels), Direction::Lower, &Sensitivity::default())
+                .expect("the head regressed by 30 %");
         assert_eq!(change.position, 20);
         assert_eq!(change.kind, VerdictKind::Regression);
         assert!((change.change_pct - 30.0).abs() < 2.0, "{change:?}");
@@ -150,7 +151,11 @@ mod tests {
             None
         );
         assert_eq!(
-            detect_tail_change(&history(&[100.0, 100.0, 150.0]), Direction::Lower, &Sensitivity::default()),
+            detect_tail_change(
+                &history(&[100.0, 100.0, 150.0]),
+                Direction::Lower,
+                &Sensitivity::default()
+            ),
             None
         );
     }
@@ -159,8 +164,9 @@ mod tests {
     fn faster_is_an_improvement_when_lower_is_better() {
         let mut levels = vec![100.0; 20];
         levels.push(70.0);
-        let change = detect_tail_change(&history(&levels), Direction::Lower, &Sensitivity::default())
-            .unwrap();
+        let change =
+            detect_tail_change(&history(&levels), Direction::Lower, &Sensitivity::default())
+                .unwrap();
         assert_eq!(change.kind, VerdictKind::Improvement);
     }
 }

@@ -5,8 +5,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use kymo_core::db::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, JobReason, RepositoryRow,
-    RepositorySettings,
-    RepositorySummary, RunRecord, SeriesPoint, validate_repository,
+    RepositorySettings, RepositorySummary, RunRecord, SeriesPoint, validate_repository,
 };
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{NewRepository, RunQueued, RunRequest, UploadAccepted, UploadRequest};

@@ -120,7 +120,11 @@ fn verify(
         },
         Provider::Gitea => match header(
             headers,
-            &["x-gitea-signature", "x-forgejo-signature", "x-hub-signature-256"],
+            &[
+                "x-gitea-signature",
+                "x-forgejo-signature",
+                "x-hub-signature-256",
+            ],
         ) {
             Some(signature) => verify_hmac_sha256(secret, body, signature),
             None => return Err("the delivery is not signed: X-Gitea-Signature is missing".into()),
@@ -185,7 +189,12 @@ async fn receive(
     };
     if let Err(reason) = verified {
         log("rejected", StatusCode::UNAUTHORIZED, &reason, Some(repo.id)).await?;
-        tracing::warn!(repo = repo.name, provider = provider.as_str(), reason, "webhook refused");
+        tracing::warn!(
+            repo = repo.name,
+            provider = provider.as_str(),
+            reason,
+            "webhook refused"
+        );
         return Err(AppError::WebhookUnauthorized(reason));
     }
     if state.db.delivery_seen(provider.as_str(), &delivery).await? {
@@ -222,7 +231,12 @@ async fn receive(
                 "the tracked branch was deleted".to_owned(),
                 None,
             ),
-            Ok(push) => ("processed", StatusCode::ACCEPTED, String::new(), Some(push.before)),
+            Ok(push) => (
+                "processed",
+                StatusCode::ACCEPTED,
+                String::new(),
+                Some(push.before),
+            ),
         },
     };
     // Claim the delivery id before working on it, so a concurrent copy is refused.

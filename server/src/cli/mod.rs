@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use kymo_core::db::{
-    Db, JobRow, LeaseSettings, RepositoryRow, RepositorySummary, TokenScope,
-};
+use kymo_core::db::{Db, JobRow, LeaseSettings, RepositoryRow, RepositorySummary, TokenScope};
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::model::{CommitSha, MachineFingerprint};
 use kymo_core::protocol::{

@@ -21,8 +21,14 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(views::home))
         .route("/queue", get(views::queue))
-        .route("/queue/jobs/{id}/cancel", axum::routing::post(continuous::cancel_job))
-        .route("/queue/jobs/{id}/retry", axum::routing::post(continuous::retry_job))
+        .route(
+            "/queue/jobs/{id}/cancel",
+            axum::routing::post(continuous::cancel_job),
+        )
+        .route(
+            "/queue/jobs/{id}/retry",
+            axum::routing::post(continuous::retry_job),
+        )
         .route("/deliveries", get(continuous::deliveries))
         .route("/machines", get(views::machines))
         .route("/repos/{repo}", get(views::repository))

@@ -2,8 +2,10 @@
 //! git repositories made with git2, and HTTP over loopback.
 
 mod api;
+mod continuous;
 mod failures;
 mod lease;
 mod spine;
 mod support;
 mod verdicts;
+mod webhooks;
