@@ -139,12 +139,12 @@ async fn main() {
         .await
         .unwrap();
     }
-    let state = AppState {
+    let state = AppState::new(
         db,
-        clock: Arc::new(ManualClock::at(0)),
-        leases: LeaseSettings::default(),
-        data_dir: Arc::new(dir.path().to_owned()),
-    };
+        Arc::new(ManualClock::at(0)),
+        LeaseSettings::default(),
+        dir.path().to_owned(),
+    );
     let router = app(state);
     let mut times = Vec::new();
     let mut size = 0;

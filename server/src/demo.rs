@@ -197,6 +197,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         leases: LeaseSettings::default(),
         data_dir: data.join("kymo-data"),
         worker_labels: Vec::new(),
+        access: Default::default(),
     })
     .await?;
     let state = running.state.clone();

@@ -20,6 +20,11 @@ pub enum AppError {
     PayloadTooLarge(String),
     #[error("a valid token is required: send `Authorization: Bearer <token>`")]
     Unauthorized,
+    /// The caller is known but may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("too many failed attempts from this address; wait a minute")]
+    TooManyRequests,
     /// A webhook delivery whose signature does not check out, with the reason.
     #[error("{0}")]
     WebhookUnauthorized(String),
@@ -35,6 +40,8 @@ impl AppError {
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Unauthorized | AppError::WebhookUnauthorized(_) => StatusCode::UNAUTHORIZED,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod api;
+pub mod auth;
 
 mod assets;
 pub mod bisect;
@@ -37,6 +38,10 @@ pub fn app(state: AppState) -> Router {
         .nest("/api/v1", api::router())
         .merge(pages::router())
         .merge(assets::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_reader,
+        ))
         .layer(TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(120),

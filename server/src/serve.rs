@@ -1,7 +1,9 @@
 //! `kymo serve`: the HTTP server, the lease reaper and, by default, an embedded worker.
 
+use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -14,6 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use crate::auth::AccessSettings;
 use crate::state::AppState;
 
 /// Everything `kymo serve` needs to start.
@@ -27,6 +30,7 @@ pub struct ServeOptions {
     pub data_dir: PathBuf,
     /// Labels the embedded worker offers.
     pub worker_labels: Vec<String>,
+    pub access: AccessSettings,
 }
 
 const EMBEDDED_WORKER: &str = "embedded-worker";
@@ -61,17 +65,19 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("cannot open the database {}", options.db.display()))?;
     let clock: SharedClock = Arc::new(SystemClock);
-    let state = AppState {
-        db: db.clone(),
-        clock: clock.clone(),
-        leases: options.leases,
-        data_dir: Arc::new(options.data_dir.clone()),
-    };
+    let mut state = AppState::new(
+        db.clone(),
+        clock.clone(),
+        options.leases,
+        options.data_dir.clone(),
+    );
+    state.access = options.access;
     let listener = TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("cannot listen on {}", options.listen))?;
     let address = listener.local_addr()?;
 
+    write_admin_token(&db, &options.db, clock.now()).await?;
     let reaper = tokio::spawn(reap_leases(db.clone(), clock.clone()));
     let poller = tokio::spawn(crate::push::poll_repositories(state.clone()));
     let stop_worker = Arc::new(AtomicBool::new(false));
@@ -99,6 +105,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
     let notified = shutdown.clone();
     let app = crate::app(state.clone());
     let server = tokio::spawn(async move {
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         axum::serve(listener, app)
             .with_graceful_shutdown(async move { notified.notified().await })
             .await
@@ -132,6 +139,32 @@ impl RunningServer {
         tracing::info!("kymo stopped");
         Ok(())
     }
+}
+
+const LOCAL_ADMIN: &str = "local-admin";
+
+/// Where `kymo serve` leaves an admin token for the CLI on its machine: beside the database,
+/// readable by its owner only.
+pub fn admin_token_path(db: &Path) -> PathBuf {
+    let mut name = db.file_name().unwrap_or_default().to_owned();
+    name.push(".admin-token");
+    db.with_file_name(name)
+}
+
+/// Replaces the local admin token of an earlier start and writes the new one (mode 0600).
+async fn write_admin_token(db: &Db, db_path: &Path, now: i64) -> anyhow::Result<()> {
+    db.revoke_tokens_named(LOCAL_ADMIN, now).await?;
+    let token = db.create_token(LOCAL_ADMIN, TokenScope::Admin, now).await?;
+    let path = admin_token_path(db_path);
+    let _ = std::fs::remove_file(&path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot write the admin token file {}", path.display()))?;
+    file.write_all(token.as_bytes())?;
+    Ok(())
 }
 
 /// Returns expired leases to the queue every few seconds, so that a dead worker's job is

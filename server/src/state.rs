@@ -6,6 +6,8 @@ use std::sync::Arc;
 use kymo_core::clock::SharedClock;
 use kymo_core::db::{Db, LeaseSettings};
 
+use crate::auth::{AccessSettings, FailureLimiter};
+
 /// Application state, cloned into every handler through axum's `State`.
 #[derive(Clone)]
 pub struct AppState {
@@ -14,9 +16,23 @@ pub struct AppState {
     pub leases: LeaseSettings,
     /// Where the server keeps its git mirrors.
     pub data_dir: Arc<PathBuf>,
+    pub access: AccessSettings,
+    pub limiter: Arc<FailureLimiter>,
 }
 
 impl AppState {
+    /// A state with public reading and no failures counted yet.
+    pub fn new(db: Db, clock: SharedClock, leases: LeaseSettings, data_dir: PathBuf) -> Self {
+        Self {
+            db,
+            clock,
+            leases,
+            data_dir: Arc::new(data_dir),
+            access: AccessSettings::default(),
+            limiter: Arc::default(),
+        }
+    }
+
     pub fn now(&self) -> i64 {
         self.clock.now()
     }

@@ -321,6 +321,14 @@ impl Db {
         .execute(&mut *tx)
         .await?
         .rows_affected();
+        // The machines page shows the last heartbeat, also of a worker busy with a long job.
+        sqlx::query!(
+            "UPDATE machines SET last_seen_at = ? WHERE id = (SELECT machine_id FROM jobs WHERE id = ?)",
+            now,
+            job_id
+        )
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         if updated == 0 {
             return Err(lease_lost(job_id));

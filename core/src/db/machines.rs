@@ -36,7 +36,17 @@ pub enum TokenScope {
 }
 
 impl TokenScope {
-    fn as_str(self) -> &'static str {
+    /// Reads `admin`, `worker` or `upload`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "admin" => Some(TokenScope::Admin),
+            "worker" => Some(TokenScope::Worker),
+            "upload" => Some(TokenScope::Upload),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
         match self {
             TokenScope::Admin => "admin",
             TokenScope::Worker => "worker",
@@ -54,10 +64,7 @@ pub fn random_secret(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(bytes))
 }
 
-/// How precisely a token's last use is recorded.
-const TOKEN_USE_RESOLUTION_SECONDS: i64 = 60;
-
-fn token_hash(token: &str) -> String {
+pub(super) fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
@@ -141,6 +148,7 @@ impl Db {
         scope: TokenScope,
         now: i64,
     ) -> Result<String, DbError> {
+        super::validate_token_name(name)?;
         let token = random_secret("kymo_");
         let hash = token_hash(&token);
         let scope = scope.as_str();
@@ -156,46 +164,6 @@ impl Db {
         .await?;
         tx.commit().await?;
         Ok(token)
-    }
-
-    /// Whether `token` is live and grants `scope` (an admin token grants every scope);
-    /// records its use.
-    pub async fn check_token(
-        &self,
-        token: &str,
-        scope: TokenScope,
-        now: i64,
-    ) -> Result<bool, DbError> {
-        let hash = token_hash(token);
-        let wanted = scope.as_str();
-        let found = sqlx::query!(
-            r#"SELECT id AS "id!", last_used_at FROM tokens
-               WHERE hash = ? AND revoked_at IS NULL AND (scope = ? OR scope = 'admin')"#,
-            hash,
-            wanted
-        )
-        .fetch_optional(&self.reader)
-        .await?;
-        let Some(token) = found else {
-            return Ok(false);
-        };
-        // Workers poll every second or so: record use at most once a minute, so that polling
-        // does not take the write lock on every request.
-        if token
-            .last_used_at
-            .is_none_or(|last| now - last >= TOKEN_USE_RESOLUTION_SECONDS)
-        {
-            let mut tx = self.begin_write().await?;
-            sqlx::query!(
-                "UPDATE tokens SET last_used_at = ? WHERE id = ?",
-                now,
-                token.id
-            )
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-        }
-        Ok(true)
     }
 }
 

@@ -2,6 +2,7 @@
 //! readers, writes through a single writer connection in `BEGIN IMMEDIATE` transactions, so
 //! that a read-then-write transaction never fails to upgrade its lock.
 
+mod access;
 mod bisections;
 mod ingest;
 mod jobs;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
+pub use access::{Credential, Session, TokenRow, validate_token_name};
 pub use bisections::{BisectionRow, BisectionUpdate, BisectionView, ProbeJobs, WideRegression};
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{JobReason, JobRow, JobTarget, LeaseSettings, labels_satisfy, normalize_labels};

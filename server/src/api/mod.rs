@@ -84,30 +84,14 @@ impl From<axum::extract::rejection::JsonRejection> for AppError {
     }
 }
 
-/// Proof that the request carries a live worker token.
+/// Proof that the request carries a live worker (or admin) token.
 pub struct WorkerAuth;
 
 impl FromRequestParts<AppState> for WorkerAuth {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let token = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or(AppError::Unauthorized)?;
-        if token.len() > 256 {
-            return Err(AppError::Unauthorized);
-        }
-        if state
-            .db
-            .check_token(token, TokenScope::Worker, state.now())
-            .await?
-        {
-            Ok(WorkerAuth)
-        } else {
-            Err(AppError::Unauthorized)
-        }
+        crate::auth::require_scope(parts, state, TokenScope::Worker).await?;
+        Ok(WorkerAuth)
     }
 }

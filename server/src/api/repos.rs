@@ -12,6 +12,7 @@ use kymo_core::protocol::{NewRepository, RunQueued, RunRequest, UploadAccepted, 
 use serde::{Deserialize, Serialize};
 
 use super::ApiJson;
+use crate::auth::{Admin, Uploader};
 use crate::error::{AppError, AppResult};
 use crate::git;
 use crate::state::AppState;
@@ -32,6 +33,7 @@ pub async fn show(
 
 pub async fn create(
     State(state): State<AppState>,
+    _admin: Admin,
     ApiJson(new): ApiJson<NewRepository>,
 ) -> AppResult<(StatusCode, Json<RepositoryRow>)> {
     let branch = new.branch.as_deref().unwrap_or("main");
@@ -61,6 +63,7 @@ pub async fn create(
 
 pub async fn enqueue_run(
     State(state): State<AppState>,
+    _admin: Admin,
     Path(repo): Path<String>,
     body: axum::body::Bytes,
 ) -> AppResult<(StatusCode, Json<RunQueued>)> {
@@ -168,6 +171,7 @@ pub async fn series(
 
 pub async fn upload_results(
     State(state): State<AppState>,
+    _uploader: Uploader,
     Path(repo): Path<String>,
     ApiJson(upload): ApiJson<UploadRequest>,
 ) -> AppResult<(StatusCode, Json<UploadAccepted>)> {

@@ -8,6 +8,7 @@ use kymo_core::db::{BisectionView, RegressionFilter, RegressionRow, SensitivityR
 use serde::Deserialize;
 
 use super::ApiJson;
+use crate::auth::Admin;
 use crate::compare::{Baseline, compare_commits, to_csv};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
@@ -58,6 +59,8 @@ pub async fn bisection(
 #[serde(deny_unknown_fields)]
 pub struct Triage {
     pub state: String,
+    /// Who decided; the admin token's name when absent.
+    #[serde(default)]
     pub by: String,
     #[serde(default)]
     pub note: String,
@@ -65,19 +68,18 @@ pub struct Triage {
 
 pub async fn triage(
     State(state): State<AppState>,
+    admin: Admin,
     Path((repo, id)): Path<(String, i64)>,
     ApiJson(triage): ApiJson<Triage>,
 ) -> AppResult<Json<RegressionRow>> {
     load_regression(&state, &repo, id).await?;
+    let by = match triage.by.trim() {
+        "" => admin.name.as_str(),
+        named => named,
+    };
     state
         .db
-        .triage(
-            id,
-            &triage.state,
-            triage.by.trim(),
-            &triage.note,
-            state.now(),
-        )
+        .triage(id, &triage.state, by, &triage.note, state.now())
         .await?;
     Ok(Json(state.db.regression(id).await?))
 }
@@ -141,6 +143,7 @@ pub async fn sensitivity(
 /// re-analyses the repository's history under it.
 pub async fn set_sensitivity(
     State(state): State<AppState>,
+    _admin: Admin,
     Path(repo): Path<String>,
     ApiJson(rule): ApiJson<SensitivityRule>,
 ) -> AppResult<Json<Vec<SensitivityRule>>> {

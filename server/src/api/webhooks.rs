@@ -6,6 +6,8 @@
 //! Only then is the payload read, and only its branch and new head are trusted: the commits
 //! are fetched from the repository's own remote.
 
+use std::net::IpAddr;
+
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -16,6 +18,7 @@ use kymo_core::webhook::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::auth::ClientAddress;
 use crate::error::{AppError, AppResult};
 use crate::push::process_push;
 use crate::state::AppState;
@@ -41,29 +44,50 @@ pub struct DeliveryOutcome {
 
 pub async fn github(
     state: State<AppState>,
+    ClientAddress(client): ClientAddress,
     query: Query<WebhookQuery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<(StatusCode, Json<DeliveryOutcome>)> {
-    receive(&state, Provider::GitHub, &query, &headers, &body).await
+    let delivery = Delivery {
+        provider: Provider::GitHub,
+        client,
+        headers: &headers,
+        body: &body,
+    };
+    receive(&state, &delivery, &query).await
 }
 
 pub async fn gitlab(
     state: State<AppState>,
+    ClientAddress(client): ClientAddress,
     query: Query<WebhookQuery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<(StatusCode, Json<DeliveryOutcome>)> {
-    receive(&state, Provider::GitLab, &query, &headers, &body).await
+    let delivery = Delivery {
+        provider: Provider::GitLab,
+        client,
+        headers: &headers,
+        body: &body,
+    };
+    receive(&state, &delivery, &query).await
 }
 
 pub async fn gitea(
     state: State<AppState>,
+    ClientAddress(client): ClientAddress,
     query: Query<WebhookQuery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<(StatusCode, Json<DeliveryOutcome>)> {
-    receive(&state, Provider::Gitea, &query, &headers, &body).await
+    let delivery = Delivery {
+        provider: Provider::Gitea,
+        client,
+        headers: &headers,
+        body: &body,
+    };
+    receive(&state, &delivery, &query).await
 }
 
 /// `GET /webhooks/deliveries`: the latest deliveries, newest first.
@@ -133,13 +157,22 @@ fn verify(
     result.map_err(|e| e.to_string())
 }
 
+/// A delivery as it arrived.
+struct Delivery<'a> {
+    provider: Provider,
+    client: IpAddr,
+    headers: &'a HeaderMap,
+    body: &'a [u8],
+}
+
 async fn receive(
     state: &AppState,
-    provider: Provider,
+    arrived: &Delivery<'_>,
     query: &WebhookQuery,
-    headers: &HeaderMap,
-    body: &[u8],
 ) -> AppResult<(StatusCode, Json<DeliveryOutcome>)> {
+    let (provider, headers, body) = (arrived.provider, arrived.headers, arrived.body);
+    // Senders of bad signatures are slowed down before anything is looked up.
+    state.limiter.check(arrived.client, state.now())?;
     let names = provider_headers(provider);
     let event_name = header(headers, names.event)
         .ok_or_else(|| AppError::BadRequest(format!("missing {} header", names.event[0])))?;
@@ -188,6 +221,7 @@ async fn receive(
         )),
     };
     if let Err(reason) = verified {
+        state.limiter.fail(arrived.client, state.now());
         log("rejected", StatusCode::UNAUTHORIZED, &reason, Some(repo.id)).await?;
         tracing::warn!(
             repo = repo.name,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use kymo_core::db::{Db, JobRow, LeaseSettings, RepositoryRow, RepositorySummary, TokenScope};
+use kymo_core::db::{JobRow, LeaseSettings, RepositoryRow, RepositorySummary};
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::model::{CommitSha, MachineFingerprint};
 use kymo_core::protocol::{
@@ -18,11 +18,18 @@ use kymo_worker::fingerprint::{detect_environment, detect_specs};
 use crate::serve::{ServeOptions, serve};
 
 mod compare;
+mod tokens;
+
+pub use tokens::TokenCommand;
 
 /// kymo: continuous benchmarking for git repositories.
 #[derive(Debug, Parser)]
 #[command(name = "kymo", version, about)]
 pub struct Cli {
+    /// A token for the server (`kymo token create`); on the server's machine, the admin token
+    /// `kymo serve` writes beside its database is used when none is given.
+    #[arg(long, global = true, env = "KYMO_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -113,6 +120,12 @@ pub struct ServeArgs {
     /// Seconds a job's lease lasts without a heartbeat.
     #[arg(long, env = "KYMO_LEASE_SECONDS", default_value_t = 60, hide = true)]
     pub lease_seconds: i64,
+    /// Reading needs a token or a login too (changing anything always does).
+    #[arg(long, env = "KYMO_PRIVATE")]
+    pub private: bool,
+    /// Mark session cookies Secure: set it when users reach kymo over TLS (a proxy).
+    #[arg(long, env = "KYMO_SECURE_COOKIES")]
+    pub secure_cookies: bool,
     /// Labels the embedded worker offers (comma-separated).
     #[arg(long = "label", value_delimiter = ',')]
     pub labels: Vec<String>,
@@ -122,9 +135,6 @@ pub struct ServeArgs {
 pub struct WorkerArgs {
     #[command(flatten)]
     pub server: ServerArg,
-    /// A worker token (`kymo token create --worker NAME` on the server's machine).
-    #[arg(long, env = "KYMO_TOKEN")]
-    pub token: String,
     /// Where mirrors, work trees and build directories live.
     #[arg(long, env = "KYMO_CACHE", default_value = "kymo-worker")]
     pub cache_dir: PathBuf,
@@ -163,19 +173,6 @@ pub enum RepoCommand {
     },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum TokenCommand {
-    /// Create a token and print it once.
-    Create {
-        /// A token for a worker machine with this name.
-        #[arg(long)]
-        worker: String,
-        /// The server's database file.
-        #[arg(long, env = "KYMO_DB", default_value = "kymo.db")]
-        db: PathBuf,
-    },
-}
-
 #[derive(Debug, Args)]
 pub struct UploadArgs {
     #[command(flatten)]
@@ -198,6 +195,7 @@ pub struct UploadArgs {
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    tokens::use_token(cli.token);
     match cli.command {
         Command::Serve(args) => {
             let data_dir = args.data.clone().unwrap_or_else(|| {
@@ -214,13 +212,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 data_dir,
                 worker_labels: args.labels,
+                access: crate::auth::AccessSettings {
+                    private: args.private,
+                    secure_cookies: args.secure_cookies,
+                },
             })
             .await
         }
         Command::Worker(args) => {
+            let token = tokens::token_for(&args.server.server).context(
+                "a worker needs a token: pass --token (from `kymo token create --worker NAME` on the server's machine)",
+            )?;
             let config = kymo_worker::WorkerConfig {
                 server: args.server.server,
-                token: args.token,
+                token,
                 cache_dir: args.cache_dir,
                 poll_interval: std::time::Duration::from_secs(2),
                 limits: Default::default(),
@@ -327,21 +332,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Health { server } => {
             blocking(move || client(&server).wait_healthy(std::time::Duration::from_secs(2))).await
         }
-        Command::Token(TokenCommand::Create { worker, db }) => {
-            let db = Db::open(&db)
-                .await
-                .with_context(|| format!("cannot open the database {}", db.display()))?;
-            let now = kymo_core::clock::Clock::now(&kymo_core::clock::SystemClock);
-            let token = db.create_token(&worker, TokenScope::Worker, now).await?;
-            println!("{token}");
-            eprintln!("worker token for {worker:?}: shown once, stored hashed");
-            Ok(())
-        }
+        Command::Token(command) => tokens::run(command).await,
     }
 }
 
 pub(crate) fn client(server: &ServerArg) -> ServerClient {
-    ServerClient::new(&server.server, std::env::var("KYMO_TOKEN").ok())
+    ServerClient::new(&server.server, tokens::token_for(&server.server))
 }
 
 /// Runs blocking client work off the async runtime.

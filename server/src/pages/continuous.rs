@@ -7,12 +7,14 @@ use axum::response::Redirect;
 
 use super::format::utc;
 use super::{PageError, PageResult, render};
+use crate::auth::{AdminForm, NoFields};
 use crate::state::AppState;
 
 /// The queue page's cancel button.
 pub async fn cancel_job(
     State(state): State<AppState>,
     Path(id): Path<i64>,
+    _: AdminForm<NoFields>,
 ) -> Result<Redirect, PageError> {
     state.db.cancel_job(id, state.now()).await?;
     Ok(Redirect::to(&format!("/queue#job-{id}")))
@@ -22,6 +24,7 @@ pub async fn cancel_job(
 pub async fn retry_job(
     State(state): State<AppState>,
     Path(id): Path<i64>,
+    _: AdminForm<NoFields>,
 ) -> Result<Redirect, PageError> {
     let new = state.db.retry_job(id, state.leases, state.now()).await?;
     Ok(Redirect::to(&format!("/queue#job-{new}")))

@@ -1,8 +1,9 @@
 //! The dashboard: server-rendered pages that work without JavaScript. When htmx asks
 //! (`HX-Request`), a handler renders only the fragment the page swaps.
 
+mod access;
 mod continuous;
-mod format;
+pub(crate) mod format;
 mod overlays;
 mod verdicts;
 mod views;
@@ -30,6 +31,8 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(continuous::retry_job),
         )
         .route("/deliveries", get(continuous::deliveries))
+        .route("/login", get(access::login_page).post(access::login))
+        .route("/logout", axum::routing::post(access::logout))
         .route("/machines", get(views::machines))
         .route("/repos/{repo}", get(views::repository))
         .route("/repos/{repo}/commits/{sha}", get(views::commit))

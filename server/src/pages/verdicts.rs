@@ -1,15 +1,16 @@
 //! The regressions list, a regression's page with its triage, and the compare page.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use kymo_core::db::{BisectionView, RegressionFilter, RegressionRow, TRIAGE_STATES};
 use serde::Deserialize;
 
+use super::access::Viewer;
 use super::format::{summary, utc, value};
 use super::{PageError, PageResult, render};
 use crate::api::{csv_response, load_regression};
+use crate::auth::AdminForm;
 use crate::chart::{ChangeMarker, MarkerKind, TrendChart, TrendPoint, render_trend_svg};
 use crate::compare::{Baseline, CompareReport, compare_commits};
 use crate::error::AppError;
@@ -133,10 +134,13 @@ struct RegressionPage {
     svg: String,
     states: [&'static str; 4],
     bisection: Option<BisectionView>,
+    /// The logged-in admin's anti-forgery token; without one, the triage form is not shown.
+    csrf: Option<String>,
 }
 
 pub async fn regression(
     State(state): State<AppState>,
+    viewer: Viewer,
     Path((repo, id)): Path<(String, i64)>,
 ) -> PageResult {
     let r = load_regression(&state, &repo, id).await?;
@@ -190,6 +194,7 @@ pub async fn regression(
         svg,
         states: TRIAGE_STATES,
         bisection: state.db.bisection_of(r.id).await?,
+        csrf: viewer.csrf(),
         r: (&r).into(),
     })
 }
@@ -198,6 +203,7 @@ pub async fn regression(
 #[derive(Debug, Deserialize)]
 pub struct TriageForm {
     state: String,
+    #[serde(default)]
     by: String,
     #[serde(default)]
     note: String,
@@ -206,12 +212,16 @@ pub struct TriageForm {
 pub async fn triage(
     State(state): State<AppState>,
     Path((repo, id)): Path<(String, i64)>,
-    Form(form): Form<TriageForm>,
+    AdminForm { admin, form }: AdminForm<TriageForm>,
 ) -> Result<Redirect, PageError> {
     load_regression(&state, &repo, id).await?;
+    let by = match form.by.trim() {
+        "" => admin.name.as_str(),
+        named => named,
+    };
     state
         .db
-        .triage(id, &form.state, form.by.trim(), &form.note, state.now())
+        .triage(id, &form.state, by, &form.note, state.now())
         .await?;
     Ok(Redirect::to(&format!("/repos/{repo}/regressions/{id}")))
 }

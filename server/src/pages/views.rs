@@ -9,6 +9,7 @@ use axum::http::HeaderMap;
 use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter, RegressionRow};
 use serde::Deserialize;
 
+use super::access::Viewer;
 use super::format::{change, elapsed, summary, utc, value};
 use super::overlays::overlays;
 use super::{PageResult, is_htmx, render};
@@ -351,9 +352,15 @@ struct JobView {
 #[template(path = "queue.html", blocks = ["jobs"])]
 struct QueuePage {
     jobs: Vec<JobView>,
+    /// The logged-in admin's anti-forgery token, for the cancel and retry buttons.
+    csrf: Option<String>,
 }
 
-pub async fn queue(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
+pub async fn queue(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    headers: HeaderMap,
+) -> PageResult {
     let now = state.now();
     let jobs = state
         .db
@@ -381,7 +388,10 @@ pub async fn queue(State(state): State<AppState>, headers: HeaderMap) -> PageRes
             log_tail: j.log_tail.unwrap_or_default(),
         })
         .collect();
-    let page = QueuePage { jobs };
+    let page = QueuePage {
+        jobs,
+        csrf: viewer.csrf(),
+    };
     if is_htmx(&headers) {
         return render(&page.as_jobs());
     }

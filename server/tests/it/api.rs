@@ -17,6 +17,8 @@ use crate::support::{TestRepo, bench_script, kymo_toml};
 
 pub struct TestApp {
     state: AppState,
+    /// An admin token for the requests that change things.
+    pub admin: String,
     _dir: TempDir,
 }
 
@@ -24,13 +26,22 @@ impl TestApp {
     pub async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("kymo.db")).await.unwrap();
-        let state = AppState {
+        let state = AppState::new(
             db,
-            clock: Arc::new(ManualClock::at(1_800_000_000)),
-            leases: LeaseSettings::default(),
-            data_dir: Arc::new(dir.path().join("data")),
-        };
-        Self { state, _dir: dir }
+            Arc::new(ManualClock::at(1_800_000_000)),
+            LeaseSettings::default(),
+            dir.path().join("data"),
+        );
+        let admin = state
+            .db
+            .create_token("test-admin", TokenScope::Admin, 0)
+            .await
+            .unwrap();
+        Self {
+            state,
+            admin,
+            _dir: dir,
+        }
     }
 
     pub async fn request(
@@ -59,7 +70,8 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
-        self.request("POST", path, Body::from(body.to_string()), None)
+        let admin = self.admin.clone();
+        self.request("POST", path, Body::from(body.to_string()), Some(&admin))
             .await
     }
 
@@ -67,13 +79,36 @@ impl TestApp {
         self.request("GET", path, Body::empty(), None).await
     }
 
-    /// Posts a form (as a browser without JavaScript does); returns the status.
-    pub async fn form(&self, path: &str, body: Body) -> StatusCode {
+    /// Logs in with the admin token as a browser does; returns the session cookie and the
+    /// session's anti-forgery token.
+    pub async fn login(&self) -> (String, String) {
+        let request = Request::builder()
+            .method("POST")
+            .uri("/login")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "same-origin")
+            .body(Body::from(format!("token={}&next=/", self.admin)))
+            .unwrap();
+        let response = app(self.state.clone()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let cookie = response.headers()["set-cookie"].to_str().unwrap();
+        let pair = cookie.split(';').next().unwrap().to_owned();
+        let secret = pair.split_once('=').unwrap().1;
+        let session = self.state.db.session(secret, 1_800_000_000).await.unwrap();
+        (pair, session.expect("a live session").csrf)
+    }
+
+    /// Posts a form as a logged-in admin's browser does (without JavaScript); returns the
+    /// status.
+    pub async fn form(&self, path: &str, fields: &str) -> StatusCode {
+        let (cookie, csrf) = self.login().await;
         let request = Request::builder()
             .method("POST")
             .uri(path)
             .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
+            .header("cookie", cookie)
+            .header("sec-fetch-site", "same-origin")
+            .body(Body::from(format!("{fields}&csrf={csrf}")))
             .unwrap();
         app(self.state.clone())
             .oneshot(request)
@@ -207,7 +242,7 @@ async fn malformed_and_hostile_uploads_are_refused_and_store_nothing() {
     ];
     for (what, body, expected) in cases {
         let (status, answer) = app
-            .request("POST", "/api/v1/repos/r/results", body, None)
+            .request("POST", "/api/v1/repos/r/results", body, Some(&app.admin))
             .await;
         assert_eq!(status, expected, "{what}: {answer}");
         assert!(
@@ -273,7 +308,7 @@ async fn the_worker_protocol_needs_a_token_and_a_live_lease() {
         .await;
     assert_eq!(
         status,
-        StatusCode::UNAUTHORIZED,
+        StatusCode::FORBIDDEN,
         "an upload token is not a worker token"
     );
 

@@ -50,6 +50,7 @@ fn post(server: &KymoServer, path: &str, body: &Value) -> (u16, Value) {
         .config()
         .http_status_as_error(false)
         .build()
+        .header("authorization", format!("Bearer {}", server.admin))
         .send_json(body)
         .unwrap();
     let status = response.status().as_u16();
@@ -183,20 +184,33 @@ fn jobs_can_be_cancelled_and_retried_from_the_api_the_cli_and_the_page() {
     let (status, _) = post(&server, &format!("/api/v1/jobs/{new}/retry"), &json!({}));
     assert_eq!(status, 409, "a waiting job is not queued twice");
 
-    // The queue page's button posts a form and comes back to the queue.
-    let response = ureq::post(format!("{}/queue/jobs/{new}/cancel", server.url))
-        .config()
-        .max_redirects(0)
-        .http_status_as_error(false)
-        .build()
-        .send_empty()
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 303);
+    // The queue page's button posts a form and comes back to the queue: for an admin who
+    // logged in, with the anti-forgery token the page carries.
+    let (_, anonymous) = server.get("/queue");
+    assert!(!anonymous.contains("Cancel"), "buttons are for admins");
+    let session = server.login();
+    let page = session.get("/queue");
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page carries the anti-forgery token");
+    assert_eq!(
+        session.post_form(&format!("/queue/jobs/{new}/cancel"), "csrf=forged"),
+        403
+    );
+    assert_eq!(
+        session.post_form(
+            &format!("/queue/jobs/{new}/cancel"),
+            &format!("csrf={csrf}")
+        ),
+        303
+    );
     assert_eq!(
         server.get_json(&format!("/api/v1/jobs/{new}"))["state"],
         "cancelled"
     );
-    let (_, page) = server.get("/queue");
+    let page = session.get("/queue");
     assert!(page.contains("Retry") && page.contains("manual"), "{page}");
 }
 

@@ -1,6 +1,7 @@
 //! kymo-server's integration tests: the real binary, a real SQLite file in a temp dir, real
 //! git repositories made with git2, and HTTP over loopback.
 
+mod access;
 mod api;
 mod continuous;
 mod failures;

@@ -75,6 +75,8 @@ pub fn kymo_bin() -> &'static str {
 pub struct KymoServer {
     pub url: String,
     pub dir: TempDir,
+    /// The admin token `kymo serve` wrote beside its database.
+    pub admin: String,
     child: Child,
 }
 
@@ -100,7 +102,14 @@ impl KymoServer {
             .find(|w| w.starts_with("http://"))
             .unwrap_or_else(|| panic!("no URL in {line:?}"))
             .to_owned();
-        Self { url, dir, child }
+        let admin = std::fs::read_to_string(dir.path().join("kymo.db.admin-token"))
+            .expect("kymo serve writes an admin token beside its database");
+        Self {
+            url,
+            dir,
+            admin,
+            child,
+        }
     }
 
     pub fn db_path(&self) -> PathBuf {
@@ -112,6 +121,7 @@ impl KymoServer {
         Command::new(kymo_bin())
             .args(args)
             .env("KYMO_SERVER", &self.url)
+            .env("KYMO_TOKEN", &self.admin)
             .env("RUST_LOG", "warn")
             .output()
             .unwrap()
@@ -149,6 +159,65 @@ impl KymoServer {
             assert!(Instant::now() < deadline, "jobs did not finish: {jobs:#?}");
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+}
+
+/// A browser session on a [`KymoServer`]: its cookie, sent with same-origin requests.
+pub struct BrowserSession {
+    url: String,
+    cookie: String,
+}
+
+impl KymoServer {
+    /// Logs in with the admin token as the login form does.
+    pub fn login(&self) -> BrowserSession {
+        let response = ureq::post(format!("{}/login", self.url))
+            .config()
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .build()
+            .header("origin", &self.url)
+            .send_form([("token", self.admin.as_str()), ("next", "/")])
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 303, "login failed");
+        let cookie = response.headers()["set-cookie"].to_str().unwrap();
+        BrowserSession {
+            url: self.url.clone(),
+            cookie: cookie.split(';').next().unwrap().to_owned(),
+        }
+    }
+}
+
+impl BrowserSession {
+    /// The `name=value` of the session cookie.
+    pub fn cookie(&self) -> &str {
+        &self.cookie
+    }
+
+    pub fn get(&self, path: &str) -> String {
+        ureq::get(format!("{}{path}", self.url))
+            .header("cookie", &self.cookie)
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap()
+    }
+
+    /// Posts a form from a page of the same site; returns the status.
+    pub fn post_form(&self, path: &str, body: &str) -> u16 {
+        ureq::post(format!("{}{path}", self.url))
+            .config()
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .build()
+            .header("cookie", &self.cookie)
+            .header("origin", &self.url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .send(body)
+            .unwrap()
+            .status()
+            .as_u16()
     }
 }
 

@@ -104,9 +104,11 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
         "note not escaped"
     );
     assert!(page.contains("p-value"));
-    let form = Body::from("state=fixed&by=bob&note=reverted");
     let response = app
-        .form(&format!("/repos/r/regressions/{id}/triage"), form)
+        .form(
+            &format!("/repos/r/regressions/{id}/triage"),
+            "state=fixed&by=bob&note=reverted",
+        )
         .await;
     assert_eq!(response, StatusCode::SEE_OTHER);
     let (_, fixed) = app.get(&format!("/api/v1/repos/r/regressions/{id}")).await;
@@ -156,7 +158,7 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
             "PUT",
             "/api/v1/repos/r/sensitivity",
             request(json!({ "overrides": { "alpha": 7.0 } })),
-            None,
+            Some(&app.admin),
         )
         .await;
     assert_eq!(
@@ -169,7 +171,7 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
             "PUT",
             "/api/v1/repos/r/sensitivity",
             request(json!({ "overrides": { "colour": 1 } })),
-            None,
+            Some(&app.admin),
         )
         .await;
     assert_eq!(
@@ -179,7 +181,12 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
     );
     let rule = json!({ "benchmark": "par", "overrides": { "min_effect_pct": 50.0 } });
     let (status, rules) = app
-        .request("PUT", "/api/v1/repos/r/sensitivity", request(rule), None)
+        .request(
+            "PUT",
+            "/api/v1/repos/r/sensitivity",
+            request(rule),
+            Some(&app.admin),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{rules}");
     assert_eq!(rules[0]["benchmark"], "par");

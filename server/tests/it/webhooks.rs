@@ -27,7 +27,15 @@ pub fn deliver(
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let mut response = request.send(body).unwrap();
+    let mut response = match request.send(body) {
+        Ok(response) => response,
+        // A server that refuses an oversized body before reading it closes the connection
+        // while the client is still sending: that is a refusal too.
+        Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            return (413, Value::Null);
+        }
+        Err(other) => panic!("delivery failed: {other}"),
+    };
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     (

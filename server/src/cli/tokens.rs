@@ -1,0 +1,132 @@
+//! Tokens: which one the CLI sends, and `kymo token create|list|revoke` on the server's machine
+//! (they open its database directly, so they also work before any token exists).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::Context;
+use clap::{ArgGroup, Subcommand};
+use kymo_core::clock::{Clock, SystemClock};
+use kymo_core::db::{Db, TokenScope};
+
+use crate::pages::format::utc;
+use crate::serve::admin_token_path;
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it once (it is stored hashed).
+    #[command(group(ArgGroup::new("scope").required(true).args(["worker", "admin", "upload"])))]
+    Create {
+        /// A token for a worker machine with this name.
+        #[arg(long)]
+        worker: Option<String>,
+        /// A token that may change anything (the CLI, the dashboard's login).
+        #[arg(long)]
+        admin: Option<String>,
+        /// A token that may only upload results (CI).
+        #[arg(long)]
+        upload: Option<String>,
+        /// The server's database file.
+        #[arg(long, env = "KYMO_DB", default_value = "kymo.db")]
+        db: PathBuf,
+    },
+    /// List tokens with their scope and last use.
+    List {
+        #[arg(long, env = "KYMO_DB", default_value = "kymo.db")]
+        db: PathBuf,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token (and end the sessions it opened).
+    Revoke {
+        id: i64,
+        #[arg(long, env = "KYMO_DB", default_value = "kymo.db")]
+        db: PathBuf,
+    },
+}
+
+static TOKEN: OnceLock<Option<String>> = OnceLock::new();
+
+/// Remembers the token given on the command line or in `KYMO_TOKEN`.
+pub fn use_token(token: Option<String>) {
+    let _ = TOKEN.set(token.filter(|t| !t.trim().is_empty()));
+}
+
+/// The token to send to `server`: the one given, or, for a server on this machine, the admin
+/// token its `kymo serve` wrote beside the database (`KYMO_DB`, default `kymo.db`).
+pub fn token_for(server: &str) -> Option<String> {
+    if let Some(Some(token)) = TOKEN.get() {
+        return Some(token.clone());
+    }
+    let local = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|prefix| server.starts_with(prefix));
+    if !local {
+        return None;
+    }
+    let db = std::env::var_os("KYMO_DB").map_or_else(|| PathBuf::from("kymo.db"), PathBuf::from);
+    std::fs::read_to_string(admin_token_path(&db))
+        .ok()
+        .map(|t| t.trim().to_owned())
+}
+
+async fn open(db: &Path) -> anyhow::Result<Db> {
+    Db::open(db)
+        .await
+        .with_context(|| format!("cannot open the database {}", db.display()))
+}
+
+pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
+    let now = SystemClock.now();
+    match command {
+        TokenCommand::Create {
+            worker,
+            admin,
+            upload,
+            db,
+        } => {
+            let (name, scope) = match (worker, admin, upload) {
+                (Some(name), _, _) => (name, TokenScope::Worker),
+                (_, Some(name), _) => (name, TokenScope::Admin),
+                (_, _, Some(name)) => (name, TokenScope::Upload),
+                _ => unreachable!("clap requires one scope"),
+            };
+            let token = open(&db).await?.create_token(&name, scope, now).await?;
+            println!("{token}");
+            eprintln!(
+                "{} token for {name:?}: shown once, stored hashed",
+                scope.as_str()
+            );
+        }
+        TokenCommand::List { db, json } => {
+            let tokens = open(&db).await?.tokens().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tokens)?);
+                return Ok(());
+            }
+            println!(
+                "{:>4}  {:<24} {:<7} {:<20} {:<20} STATE",
+                "ID", "NAME", "SCOPE", "CREATED", "LAST USED"
+            );
+            for t in tokens {
+                let state = t
+                    .revoked_at
+                    .map_or("live".to_owned(), |at| format!("revoked {}", utc(at)));
+                println!(
+                    "{:>4}  {:<24} {:<7} {:<20} {:<20} {state}",
+                    t.id,
+                    t.name,
+                    t.scope,
+                    utc(t.created_at),
+                    t.last_used_at.map_or("never".to_owned(), utc),
+                );
+            }
+        }
+        TokenCommand::Revoke { id, db } => {
+            open(&db).await?.revoke_token(id, now).await?;
+            println!("token {id} revoked");
+        }
+    }
+    Ok(())
+}
