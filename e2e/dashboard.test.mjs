@@ -57,9 +57,14 @@ async function openPage(t) {
   return page;
 }
 
-// Where a login step goes once the dashboard has sessions: every test that changes data
-// calls this before it does.
-async function login(_page) {}
+// Logs in with the admin token `kymo serve` wrote beside its database, as a person does on
+// the Admin page; every test that changes data calls this first.
+async function login(page) {
+  await page.goto(url('/login?next=/login'));
+  await page.getByLabel('Admin token').fill(process.env.KYMO_E2E_ADMIN_TOKEN);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('button', { name: 'Log out' }).waitFor();
+}
 
 async function shot(page, name) {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });

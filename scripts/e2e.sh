@@ -70,6 +70,10 @@ for _ in $(seq 1 100); do
 done
 [ -n "$url" ] || { echo "e2e: kymo serve printed no address" >&2; exit 1; }
 export KYMO_SERVER="$url"
+# The CLI on the server's machine finds the admin token beside the database.
+export KYMO_DB="$work/kymo.db"
+KYMO_E2E_ADMIN_TOKEN="$(cat "$work/kymo.db.admin-token")"
+export KYMO_E2E_ADMIN_TOKEN
 
 "$kymo" repo add "$REPO" "$work/repo" >/dev/null
 node e2e/results.mjs "$work/results" "$COMMITS" "$STEP"
