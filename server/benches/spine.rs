@@ -144,6 +144,7 @@ async fn main() {
         clock: Arc::new(ManualClock::at(0)),
         leases: LeaseSettings::default(),
         data_dir: Arc::new(dir.path().to_owned()),
+        public_url: "http://127.0.0.1:8080".into(),
     };
     let router = app(state);
     let mut times = Vec::new();

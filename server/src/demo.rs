@@ -196,6 +196,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         embedded_worker: true,
         leases: LeaseSettings::default(),
         data_dir: data.join("kymo-data"),
+        public_url: None,
     })
     .await?;
     let state = running.state.clone();

@@ -25,6 +25,8 @@ pub struct ServeOptions {
     pub leases: LeaseSettings,
     /// Mirrors and the embedded worker's work trees; beside the database by default.
     pub data_dir: PathBuf,
+    /// The base of links in alerts; `http://` and the listen address by default.
+    pub public_url: Option<String>,
 }
 
 const EMBEDDED_WORKER: &str = "embedded-worker";
@@ -37,6 +39,7 @@ pub struct RunningServer {
     shutdown: Arc<Notify>,
     server: JoinHandle<std::io::Result<()>>,
     reaper: JoinHandle<()>,
+    alerts: crate::alerts::DeliveryLoop,
 }
 
 /// Runs the service until SIGINT or SIGTERM.
@@ -58,18 +61,22 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("cannot open the database {}", options.db.display()))?;
     let clock: SharedClock = Arc::new(SystemClock);
+    let listener = TcpListener::bind(options.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.listen))?;
+    let address = listener.local_addr()?;
+    let public_url = crate::alerts::public_url(options.public_url.as_deref(), address)
+        .context("--public-url")?;
     let state = AppState {
         db: db.clone(),
         clock: clock.clone(),
         leases: options.leases,
         data_dir: Arc::new(options.data_dir.clone()),
+        public_url: public_url.into(),
     };
-    let listener = TcpListener::bind(options.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", options.listen))?;
-    let address = listener.local_addr()?;
 
     let reaper = tokio::spawn(reap_leases(db.clone(), clock.clone()));
+    let alerts = crate::alerts::DeliveryLoop::spawn(state.clone());
     let stop_worker = Arc::new(AtomicBool::new(false));
     if options.embedded_worker {
         let now = clock.now();
@@ -105,6 +112,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
         shutdown,
         server,
         reaper,
+        alerts,
     })
 }
 
@@ -121,6 +129,7 @@ impl RunningServer {
         self.shutdown.notify_one();
         self.server.await??;
         self.reaper.abort();
+        self.alerts.stop().await;
         self.state.db.close().await;
         tracing::info!("kymo stopped");
         Ok(())

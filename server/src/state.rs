@@ -14,6 +14,9 @@ pub struct AppState {
     pub leases: LeaseSettings,
     /// Where the server keeps its git mirrors.
     pub data_dir: Arc<PathBuf>,
+    /// The base of absolute links in alerts and commit statuses (`--public-url`), no
+    /// trailing slash.
+    pub public_url: Arc<str>,
 }
 
 impl AppState {

@@ -2,6 +2,8 @@
 //! readers, writes through a single writer connection in `BEGIN IMMEDIATE` transactions, so
 //! that a read-then-write transaction never fails to upgrade its lock.
 
+mod alerts;
+mod commit_status;
 mod ingest;
 mod jobs;
 mod machines;
@@ -17,6 +19,13 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
+pub use alerts::{
+    ALERT_KINDS, AlertChannelRow, AttemptOutcome, AttemptRow, DeliveryRow, DueDelivery,
+    MAX_URL_LEN, NextStep, OutboxItem, validate_outbound_url,
+};
+pub use commit_status::{
+    CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
+};
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{JobRow, JobTarget, LeaseSettings};
 pub use machines::{MachineRow, TokenScope};

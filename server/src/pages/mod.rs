@@ -1,6 +1,7 @@
 //! The dashboard: server-rendered pages that work without JavaScript. When htmx asks
 //! (`HX-Request`), a handler renders only the fragment the page swaps.
 
+mod alerts;
 mod format;
 mod overlays;
 mod verdicts;
@@ -31,6 +32,7 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(verdicts::triage),
         )
         .route("/repos/{repo}/compare/{spec}", get(verdicts::compare))
+        .route("/repos/{repo}/alerts", get(alerts::alerts))
 }
 
 /// Whether htmx sent the request, so that a fragment is enough.

@@ -29,6 +29,7 @@ impl TestApp {
             clock: Arc::new(ManualClock::at(1_800_000_000)),
             leases: LeaseSettings::default(),
             data_dir: Arc::new(dir.path().join("data")),
+            public_url: "https://kymo.example".into(),
         };
         Self { state, _dir: dir }
     }
