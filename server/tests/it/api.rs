@@ -16,7 +16,9 @@ use tower::ServiceExt;
 use crate::support::{TestRepo, bench_script, kymo_toml};
 
 pub struct TestApp {
-    state: AppState,
+    pub state: AppState,
+    /// The state's clock, to move time forward.
+    pub clock: ManualClock,
     _dir: TempDir,
 }
 
@@ -24,14 +26,19 @@ impl TestApp {
     pub async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("kymo.db")).await.unwrap();
+        let clock = ManualClock::at(1_800_000_000);
         let state = AppState {
             db,
-            clock: Arc::new(ManualClock::at(1_800_000_000)),
+            clock: Arc::new(clock.clone()),
             leases: LeaseSettings::default(),
             data_dir: Arc::new(dir.path().join("data")),
             public_url: "https://kymo.example".into(),
         };
-        Self { state, _dir: dir }
+        Self {
+            state,
+            clock,
+            _dir: dir,
+        }
     }
 
     pub async fn request(

@@ -1,9 +1,11 @@
 //! kymo-server's integration tests: the real binary, a real SQLite file in a temp dir, real
 //! git repositories made with git2, and HTTP over loopback.
 
+mod alerts;
 mod api;
 mod failures;
 mod lease;
+mod listener;
 mod spine;
 mod support;
 mod verdicts;
