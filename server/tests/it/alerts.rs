@@ -4,9 +4,7 @@
 
 use axum::body::Body;
 use axum::http::StatusCode;
-use kymo_server::alerts::{
-    MAX_ATTEMPTS, backoff_seconds, commit_status_changed, deliver_once, regressions_found,
-};
+use kymo_server::alerts::{MAX_ATTEMPTS, backoff_seconds, deliver_once, regressions_found};
 use serde_json::{Value, json};
 
 use crate::api::{TestApp, specs};
@@ -18,7 +16,7 @@ const HOSTILE: &str = "<b>parse</b> @everyone <!channel> *x*";
 
 /// Results of commit `i`: `HOSTILE` steps up 20 % at commit 16 (a regression), `steady`
 /// steps down at the same commit (an improvement, which alerts nobody).
-fn upload(sha: &str, i: usize) -> Value {
+pub fn upload(sha: &str, i: usize) -> Value {
     let (slow, steady) = if i < 16 { (100.0, 50.0) } else { (120.0, 40.0) };
     let jitter = |level: f64| -> Vec<f64> {
         (0..5)
@@ -41,7 +39,7 @@ fn upload(sha: &str, i: usize) -> Value {
 
 /// A tracked repository `r` whose history holds one regression and one improvement; returns
 /// the shas and the ids of every change point found.
-async fn repository_with_a_regression(app: &TestApp) -> (TestRepo, Vec<String>, Vec<i64>) {
+pub async fn repository_with_a_regression(app: &TestApp) -> (TestRepo, Vec<String>, Vec<i64>) {
     let repo = TestRepo::new();
     let shas: Vec<String> = (0..24)
         .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
@@ -84,7 +82,7 @@ async fn add_channel(app: &TestApp, url: &str, kind: &str) -> i64 {
     channel["id"].as_i64().unwrap()
 }
 
-async fn delivery_log(app: &TestApp) -> Value {
+pub async fn delivery_log(app: &TestApp) -> Value {
     let (status, log) = app.get("/api/v1/repos/r/alerts/deliveries").await;
     assert_eq!(status, StatusCode::OK, "{log}");
     log
@@ -367,191 +365,4 @@ async fn bad_channels_are_refused_and_change_nothing() {
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (_, channels) = app.get("/api/v1/repos/r/alerts").await;
     assert_eq!(channels, json!([]));
-}
-
-/// The id of commit `sha` of repository `r`.
-async fn commit_id(app: &TestApp, sha: &str) -> i64 {
-    let (_, commit) = app.get(&format!("/api/v1/repos/r/commits/{sha}")).await;
-    commit["commit"]["id"].as_i64().unwrap()
-}
-
-#[tokio::test]
-async fn commit_statuses_follow_the_jobs_to_github_then_gitea() {
-    let app = TestApp::new().await;
-    let (_repo, shas, _) = repository_with_a_regression(&app).await;
-    let github = Listener::answering(&[201]);
-    let gitea = Listener::answering(&[201]);
-    let set = |body: Value| {
-        let app = &app;
-        async move {
-            app.request(
-                "PUT",
-                "/api/v1/repos/r/commit-status",
-                Body::from(body.to_string()),
-                None,
-            )
-            .await
-        }
-    };
-    let token = "ghp_secret0123456789";
-    for bad in [
-        json!({ "kind": "gitlab", "slug": "ada/kymo", "token": token }),
-        json!({ "kind": "github", "slug": "ada", "token": token }),
-        json!({ "kind": "github", "slug": "ada/../x", "token": token }),
-        json!({ "kind": "github", "slug": "ada/kymo", "token": "two words" }),
-        json!({ "kind": "github", "slug": "ada/kymo", "token": "" }),
-        json!({ "kind": "github", "api_url": "file:///etc", "slug": "ada/kymo", "token": token }),
-        json!({ "kind": "gitea", "slug": "ada/kymo", "token": token }),
-        json!({ "kind": "github", "slug": "ada/kymo" }),
-    ] {
-        let (status, answer) = set(bad.clone()).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {answer}");
-    }
-    assert_eq!(
-        app.get("/api/v1/repos/r/commit-status").await.0,
-        StatusCode::NOT_FOUND
-    );
-    let (status, shown) =
-        set(json!({ "kind": "github", "api_url": github.url, "slug": "ada/kymo", "token": token }))
-            .await;
-    assert_eq!(status, StatusCode::OK, "{shown}");
-    assert_eq!(shown["token_hint"], "…6789");
-    assert!(
-        !shown.to_string().contains(token),
-        "the token is never shown back"
-    );
-
-    // Queued: pending. Asking again with nothing changed posts nothing more.
-    let sha = &shas[3];
-    let commit = commit_id(&app, sha).await;
-    let (status, _) = app
-        .post("/api/v1/repos/r/runs", &json!({ "commit": sha }))
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED);
-    commit_status_changed(&app.state, commit).await.unwrap();
-    commit_status_changed(&app.state, commit).await.unwrap();
-    assert_eq!(deliver_once(&app.state).await.unwrap(), 1);
-    let posted = &github.received()[0];
-    assert_eq!(posted.method, "POST");
-    assert_eq!(posted.path, format!("/repos/ada/kymo/statuses/{sha}"));
-    assert_eq!(
-        posted.header("authorization"),
-        Some(format!("Bearer {token}").as_str())
-    );
-    let body = posted.json();
-    assert_eq!(body["state"], "pending");
-    assert_eq!(body["context"], "kymo");
-    assert_eq!(
-        body["target_url"],
-        format!("https://kymo.example/repos/r/commits/{sha}")
-    );
-
-    // Claimed, then finished: success.
-    let worker = app
-        .state
-        .db
-        .create_token("w", kymo_core::db::TokenScope::Worker, 0)
-        .await
-        .unwrap();
-    let claim = json!({ "specs": specs(), "environment": { "kernel": "6.1", "toolchain": "rustc",
-                                                            "governor": "performance", "hostname": "h" } });
-    let (_, claimed) = app
-        .request(
-            "POST",
-            "/api/v1/worker/claim",
-            Body::from(claim.to_string()),
-            Some(&worker),
-        )
-        .await;
-    commit_status_changed(&app.state, commit).await.unwrap();
-    assert_eq!(
-        deliver_once(&app.state).await.unwrap(),
-        0,
-        "running is still pending"
-    );
-    let done = json!({ "lease_id": claimed["job"]["lease_id"], "environment": claim["environment"],
-                       "outcome": { "status": "succeeded", "suites": upload(sha, 3)["suites"], "log": "" } });
-    let path = format!("/api/v1/worker/jobs/{}/complete", claimed["job"]["id"]);
-    let (status, answer) = app
-        .request("POST", &path, Body::from(done.to_string()), Some(&worker))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    commit_status_changed(&app.state, commit).await.unwrap();
-    assert_eq!(deliver_once(&app.state).await.unwrap(), 1);
-    assert_eq!(github.received()[1].json()["state"], "success");
-
-    // Queued and failed again before the pending state was sent: only the newest is posted.
-    app.post("/api/v1/repos/r/runs", &json!({ "commit": sha }))
-        .await;
-    commit_status_changed(&app.state, commit).await.unwrap();
-    let (_, claimed) = app
-        .request(
-            "POST",
-            "/api/v1/worker/claim",
-            Body::from(claim.to_string()),
-            Some(&worker),
-        )
-        .await;
-    let failed = json!({ "lease_id": claimed["job"]["lease_id"], "environment": claim["environment"],
-                         "outcome": { "status": "failed", "error": "boom", "log_tail": "" } });
-    let path = format!("/api/v1/worker/jobs/{}/complete", claimed["job"]["id"]);
-    app.request("POST", &path, Body::from(failed.to_string()), Some(&worker))
-        .await;
-    commit_status_changed(&app.state, commit).await.unwrap();
-    assert_eq!(deliver_once(&app.state).await.unwrap(), 1);
-    assert_eq!(github.received().len(), 3);
-    assert_eq!(github.received()[2].json()["state"], "error");
-
-    // Moved to Gitea: the regression's culprit commit fails there, with Gitea's token header.
-    let gitea_api = format!("{}/api/v1", gitea.url);
-    let (status, _) =
-        set(json!({ "kind": "gitea", "api_url": gitea_api, "slug": "ada/kymo", "token": token }))
-            .await;
-    assert_eq!(status, StatusCode::OK);
-    let culprit = commit_id(&app, &shas[16]).await;
-    commit_status_changed(&app.state, culprit).await.unwrap();
-    assert_eq!(deliver_once(&app.state).await.unwrap(), 1);
-    let posted = &gitea.received()[0];
-    assert_eq!(
-        posted.path,
-        format!("/api/v1/repos/ada/kymo/statuses/{}", shas[16])
-    );
-    assert_eq!(
-        posted.header("authorization"),
-        Some(format!("token {token}").as_str())
-    );
-    assert_eq!(posted.json()["state"], "failure");
-    assert_eq!(posted.json()["description"], "1 regression found");
-
-    let log = delivery_log(&app).await;
-    let states: Vec<(&str, &str)> = log["statuses"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["commit_state"].as_str().unwrap(),
-                p["state"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        states,
-        [
-            ("failure", "delivered"),
-            ("error", "delivered"),
-            ("pending", "cancelled"),
-            ("success", "delivered"),
-            ("pending", "delivered")
-        ]
-    );
-    let (status, _) = app
-        .request(
-            "DELETE",
-            "/api/v1/repos/r/commit-status",
-            Body::empty(),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NO_CONTENT);
 }

@@ -3,6 +3,7 @@
 
 mod alerts;
 mod api;
+mod commit_status;
 mod failures;
 mod lease;
 mod listener;
