@@ -72,6 +72,16 @@ pub enum OutboxItem {
     CommitStatus(i64),
 }
 
+impl OutboxItem {
+    /// The row's id as (alert delivery, commit-status post), one of them `None`.
+    fn ids(self) -> (Option<i64>, Option<i64>) {
+        match self {
+            OutboxItem::Alert(id) => (Some(id), None),
+            OutboxItem::CommitStatus(id) => (None, Some(id)),
+        }
+    }
+}
+
 /// What one attempt got: the HTTP status, if an answer came, and what went wrong, if anything.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttemptOutcome {
@@ -89,7 +99,19 @@ pub enum NextStep {
     Cancelled,
 }
 
-/// A delivery as the log shows it, with its attempts.
+/// Where an outbox row stands, with its logged attempts: what both log tables show.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OutboxProgress {
+    /// `pending`, `delivered`, `failed` or `cancelled`.
+    pub state: String,
+    pub attempts: i64,
+    pub next_attempt_at: i64,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub log: Vec<AttemptRow>,
+}
+
+/// A delivery as the log shows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DeliveryRow {
     pub id: i64,
@@ -97,12 +119,8 @@ pub struct DeliveryRow {
     pub channel_kind: String,
     pub regression_id: i64,
     pub benchmark: String,
-    pub state: String,
-    pub attempts: i64,
-    pub next_attempt_at: i64,
-    pub created_at: i64,
-    pub finished_at: Option<i64>,
-    pub log: Vec<AttemptRow>,
+    #[serde(flatten)]
+    pub progress: OutboxProgress,
 }
 
 /// One logged attempt.
@@ -262,10 +280,7 @@ impl Db {
             NextStep::Failed => ("failed", now, Some(now)),
             NextStep::Cancelled => ("cancelled", now, Some(now)),
         };
-        let (delivery, post) = match item {
-            OutboxItem::Alert(id) => (Some(id), None),
-            OutboxItem::CommitStatus(id) => (None, Some(id)),
-        };
+        let (delivery, post) = item.ids();
         let mut tx = self.begin_write().await?;
         sqlx::query!(
             r#"INSERT INTO alert_attempts (delivery_id, status_post_id, attempt, at, http_status, error)
@@ -329,38 +344,34 @@ impl Db {
         .await?;
         let mut deliveries = Vec::with_capacity(rows.len());
         for r in rows {
-            let log = sqlx::query_as!(
-                AttemptRow,
-                r#"SELECT attempt, at, http_status, error FROM alert_attempts
-                   WHERE delivery_id = ? ORDER BY id"#,
-                r.id
-            )
-            .fetch_all(&self.reader)
-            .await?;
             deliveries.push(DeliveryRow {
+                progress: OutboxProgress {
+                    log: self.attempt_log(OutboxItem::Alert(r.id)).await?,
+                    state: r.state,
+                    attempts: r.attempts,
+                    next_attempt_at: r.next_attempt_at,
+                    created_at: r.created_at,
+                    finished_at: r.finished_at,
+                },
                 id: r.id,
                 channel_id: r.channel_id,
                 channel_kind: r.kind,
                 regression_id: r.regression_id,
                 benchmark: r.benchmark,
-                state: r.state,
-                attempts: r.attempts,
-                next_attempt_at: r.next_attempt_at,
-                created_at: r.created_at,
-                finished_at: r.finished_at,
-                log,
             });
         }
         Ok(deliveries)
     }
 
-    /// The logged attempts of one commit-status post, oldest first.
-    pub(super) async fn status_post_log(&self, post_id: i64) -> Result<Vec<AttemptRow>, DbError> {
+    /// The logged attempts at one outbox row, oldest first.
+    pub(super) async fn attempt_log(&self, item: OutboxItem) -> Result<Vec<AttemptRow>, DbError> {
+        let (delivery, post) = item.ids();
         Ok(sqlx::query_as!(
             AttemptRow,
             r#"SELECT attempt, at, http_status, error FROM alert_attempts
-               WHERE status_post_id = ? ORDER BY id"#,
-            post_id
+               WHERE delivery_id = ? OR status_post_id = ? ORDER BY id"#,
+            delivery,
+            post
         )
         .fetch_all(&self.reader)
         .await?)

@@ -1,7 +1,7 @@
 //! Commit statuses: where a repository's go (a GitHub or Gitea API), what a commit's jobs and
 //! regressions say about it, and the outbox of states to post.
 
-use super::alerts::{AttemptRow, validate_outbound_url};
+use super::alerts::{OutboxItem, OutboxProgress, validate_outbound_url};
 use super::{Db, DbError};
 
 /// The forges kymo posts commit statuses to (Forgejo speaks Gitea's API).
@@ -88,11 +88,8 @@ pub struct StatusPostRow {
     pub sha: String,
     pub commit_state: String,
     pub description: String,
-    pub state: String,
-    pub attempts: i64,
-    pub created_at: i64,
-    pub finished_at: Option<i64>,
-    pub log: Vec<AttemptRow>,
+    #[serde(flatten)]
+    pub progress: OutboxProgress,
 }
 
 impl Db {
@@ -283,7 +280,7 @@ impl Db {
     ) -> Result<Vec<StatusPostRow>, DbError> {
         let rows = sqlx::query!(
             r#"SELECT p.id, c.sha, p.commit_state, p.description, p.state, p.attempts,
-                      p.created_at, p.finished_at
+                      p.next_attempt_at, p.created_at, p.finished_at
                FROM commit_status_posts p JOIN commits c ON c.id = p.commit_id
                WHERE c.repository_id = ? ORDER BY p.id DESC LIMIT ?"#,
             repository_id,
@@ -294,15 +291,18 @@ impl Db {
         let mut posts = Vec::with_capacity(rows.len());
         for r in rows {
             posts.push(StatusPostRow {
-                log: self.status_post_log(r.id).await?,
+                progress: OutboxProgress {
+                    log: self.attempt_log(OutboxItem::CommitStatus(r.id)).await?,
+                    state: r.state,
+                    attempts: r.attempts,
+                    next_attempt_at: r.next_attempt_at,
+                    created_at: r.created_at,
+                    finished_at: r.finished_at,
+                },
                 id: r.id,
                 sha: r.sha,
                 commit_state: r.commit_state,
                 description: r.description,
-                state: r.state,
-                attempts: r.attempts,
-                created_at: r.created_at,
-                finished_at: r.finished_at,
             });
         }
         Ok(posts)

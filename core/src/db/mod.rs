@@ -21,7 +21,7 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 
 pub use alerts::{
     ALERT_KINDS, AlertChannelRow, AttemptOutcome, AttemptRow, DeliveryRow, DueDelivery,
-    MAX_URL_LEN, NextStep, OutboxItem, validate_outbound_url,
+    MAX_URL_LEN, NextStep, OutboxItem, OutboxProgress, validate_outbound_url,
 };
 pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,

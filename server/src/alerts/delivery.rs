@@ -83,59 +83,56 @@ impl DeliveryLoop {
 /// attempts were made.
 pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
     let now = state.now();
-    let mut sends: JoinSet<(OutboxItem, i64, AttemptOutcome)> = JoinSet::new();
-    let agent = agent();
+    // Each due row becomes a request, or the reason it is no longer to be sent.
+    let mut prepared: Vec<(OutboxItem, i64, Result<Outgoing, &str>)> = Vec::new();
     for due in state.db.due_alert_deliveries(now, BATCH).await? {
-        let item = OutboxItem::Alert(due.id);
-        let attempt = due.attempts + 1;
-        let Some(facts) = alert_facts(state, due.regression_id).await? else {
-            let outcome = AttemptOutcome {
-                http_status: None,
-                error: Some("not sent: the analysis no longer finds this regression".into()),
-            };
-            let cancelled = NextStep::Cancelled;
-            state
-                .db
-                .record_attempt(item, attempt, &outcome, cancelled, now)
-                .await?;
-            continue;
-        };
-        let request = Outgoing {
-            url: due.url,
-            headers: Vec::new(),
-            body: message::alert_body(&due.kind, &facts),
-        };
-        let agent = agent.clone();
-        sends.spawn(async move { (item, attempt, send(agent, request).await) });
+        let request = alert_facts(state, due.regression_id)
+            .await?
+            .map(|facts| Outgoing {
+                url: due.url,
+                headers: Vec::new(),
+                body: message::alert_body(&due.kind, &facts),
+            });
+        let request = request.ok_or("not sent: the analysis no longer finds this regression");
+        prepared.push((OutboxItem::Alert(due.id), due.attempts + 1, request));
     }
     for due in state.db.due_status_posts(now, BATCH).await? {
-        let item = OutboxItem::CommitStatus(due.id);
-        let attempt = due.attempts + 1;
-        let Some(target) = due.target else {
-            let outcome = AttemptOutcome {
-                http_status: None,
-                error: Some("not sent: the repository has no commit-status target".into()),
-            };
-            let cancelled = NextStep::Cancelled;
-            state
-                .db
-                .record_attempt(item, attempt, &outcome, cancelled, now)
-                .await?;
-            continue;
-        };
         let target_url = format!(
             "{}/repos/{}/commits/{}",
             state.public_url, due.repository, due.sha
         );
-        let request = status::status_request(
-            &target,
-            &due.sha,
-            &due.commit_state,
-            &due.description,
-            &target_url,
-        );
-        let agent = agent.clone();
-        sends.spawn(async move { (item, attempt, send(agent, request).await) });
+        let request = due.target.map(|target| {
+            status::status_request(
+                &target,
+                &due.sha,
+                &due.commit_state,
+                &due.description,
+                &target_url,
+            )
+        });
+        let request = request.ok_or("not sent: the repository has no commit-status target");
+        prepared.push((OutboxItem::CommitStatus(due.id), due.attempts + 1, request));
+    }
+    let agent = agent();
+    let mut sends: JoinSet<(OutboxItem, i64, AttemptOutcome)> = JoinSet::new();
+    for (item, attempt, request) in prepared {
+        match request {
+            Ok(request) => {
+                let agent = agent.clone();
+                sends.spawn(async move { (item, attempt, send(agent, request).await) });
+            }
+            Err(reason) => {
+                let outcome = AttemptOutcome {
+                    http_status: None,
+                    error: Some(reason.to_owned()),
+                };
+                let cancelled = NextStep::Cancelled;
+                state
+                    .db
+                    .record_attempt(item, attempt, &outcome, cancelled, now)
+                    .await?;
+            }
+        }
     }
     let mut attempts = 0;
     while let Some(done) = sends.join_next().await {

@@ -2,7 +2,7 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
-use kymo_core::db::AttemptRow;
+use kymo_core::db::OutboxProgress;
 
 use super::format::utc;
 use super::{PageResult, render};
@@ -34,36 +34,48 @@ struct AlertsPage {
     logs: Vec<(&'static str, Vec<LogView>)>,
 }
 
-/// The badge style of an outbox state, in the colours the queue page uses.
-fn badge(state: &str) -> &'static str {
-    match state {
-        "delivered" => "succeeded",
-        "failed" => "failed",
-        "pending" => "queued",
-        _ => "",
+impl LogView {
+    /// A row saying `what`, linking to `link`, with the outbox row's progress.
+    fn new(what: String, link: String, progress: OutboxProgress) -> Self {
+        let badge = match progress.state.as_str() {
+            // The queue page's colours.
+            "delivered" => "succeeded",
+            "failed" => "failed",
+            "pending" => "queued",
+            _ => "",
+        };
+        let when = match (progress.state.as_str(), progress.finished_at) {
+            ("pending", _) => format!("next try {}", utc(progress.next_attempt_at)),
+            (_, Some(at)) => utc(at),
+            _ => String::new(),
+        };
+        let log = progress
+            .log
+            .iter()
+            .map(|a| {
+                let answer = a
+                    .http_status
+                    .map_or_else(|| "no answer".to_owned(), |s| format!("HTTP {s}"));
+                let error = a.error.as_deref().map(|e| format!(" · {e}"));
+                format!(
+                    "#{} {} · {answer}{}",
+                    a.attempt,
+                    utc(a.at),
+                    error.unwrap_or_default()
+                )
+            })
+            .collect();
+        LogView {
+            what,
+            link,
+            badge,
+            when,
+            created: utc(progress.created_at),
+            state: progress.state,
+            attempts: progress.attempts,
+            log,
+        }
     }
-}
-
-fn when(state: &str, next_attempt_at: i64, finished_at: Option<i64>) -> String {
-    match (state, finished_at) {
-        ("pending", _) => format!("next try {}", utc(next_attempt_at)),
-        (_, Some(at)) => utc(at),
-        _ => String::new(),
-    }
-}
-
-fn log_lines(log: &[AttemptRow]) -> Vec<String> {
-    log.iter()
-        .map(|a| {
-            let answer = a
-                .http_status
-                .map_or_else(|| "no answer".to_owned(), |s| format!("HTTP {s}"));
-            match &a.error {
-                Some(error) => format!("#{} {} · {answer} · {error}", a.attempt, utc(a.at)),
-                None => format!("#{} {} · {answer}", a.attempt, utc(a.at)),
-            }
-        })
-        .collect()
 }
 
 pub async fn alerts(State(state): State<AppState>, Path(repo_name): Path<String>) -> PageResult {
@@ -86,18 +98,13 @@ pub async fn alerts(State(state): State<AppState>, Path(repo_name): Path<String>
                 "Alert deliveries",
                 deliveries
                     .into_iter()
-                    .map(|d| LogView {
-                        what: format!(
+                    .map(|d| {
+                        let what = format!(
                             "{} to {} channel {}",
                             d.benchmark, d.channel_kind, d.channel_id
-                        ),
-                        link: format!("/repos/{}/regressions/{}", repo.name, d.regression_id),
-                        badge: badge(&d.state),
-                        when: when(&d.state, d.next_attempt_at, d.finished_at),
-                        state: d.state,
-                        attempts: d.attempts,
-                        created: utc(d.created_at),
-                        log: log_lines(&d.log),
+                        );
+                        let link = format!("/repos/{}/regressions/{}", repo.name, d.regression_id);
+                        LogView::new(what, link, d.progress)
                     })
                     .collect(),
             ),
@@ -105,20 +112,11 @@ pub async fn alerts(State(state): State<AppState>, Path(repo_name): Path<String>
                 "Commit-status posts",
                 statuses
                     .into_iter()
-                    .map(|p| LogView {
-                        what: format!(
-                            "{} {}: {}",
-                            &p.sha[..10.min(p.sha.len())],
-                            p.commit_state,
-                            p.description
-                        ),
-                        link: format!("/repos/{}/commits/{}", repo.name, p.sha),
-                        badge: badge(&p.state),
-                        when: when(&p.state, p.created_at, p.finished_at),
-                        state: p.state,
-                        attempts: p.attempts,
-                        created: utc(p.created_at),
-                        log: log_lines(&p.log),
+                    .map(|p| {
+                        let short = &p.sha[..10.min(p.sha.len())];
+                        let what = format!("{short} {}: {}", p.commit_state, p.description);
+                        let link = format!("/repos/{}/commits/{}", repo.name, p.sha);
+                        LogView::new(what, link, p.progress)
                     })
                     .collect(),
             ),

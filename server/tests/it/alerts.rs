@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::api::{TestApp, specs};
 use crate::listener::{Listener, closed_url};
 use crate::support::TestRepo;
+use crate::verdicts::jittered;
 
 /// A benchmark name a hostile suite could print.
 const HOSTILE: &str = "<b>parse</b> @everyone <!channel> *x*";
@@ -18,14 +19,9 @@ const HOSTILE: &str = "<b>parse</b> @everyone <!channel> *x*";
 /// steps down at the same commit (an improvement, which alerts nobody).
 pub fn upload(sha: &str, i: usize) -> Value {
     let (slow, steady) = if i < 16 { (100.0, 50.0) } else { (120.0, 40.0) };
-    let jitter = |level: f64| -> Vec<f64> {
-        (0..5)
-            .map(|k| level * (1.0 + (((i * 7 + k * 3) % 5) as f64 - 2.0) * 0.001))
-            .collect()
-    };
     let metric = |level: f64| {
         json!([{ "name": "time", "unit": "ns", "direction": "lower",
-                                       "value": level, "samples": jitter(level) }])
+                 "value": level, "samples": jittered(level, i) }])
     };
     json!({
         "commit": sha,

@@ -12,6 +12,61 @@ use crate::api::{TestApp, specs};
 use crate::listener::Listener;
 use crate::support::{KymoServer, TestRepo, assert_ok};
 
+/// A worker speaking the real protocol to the test app.
+struct TestWorker<'a> {
+    app: &'a TestApp,
+    token: String,
+}
+
+impl<'a> TestWorker<'a> {
+    async fn new(app: &'a TestApp) -> Self {
+        let token = app
+            .state
+            .db
+            .create_token("w", kymo_core::db::TokenScope::Worker, 0)
+            .await
+            .unwrap();
+        Self { app, token }
+    }
+
+    fn environment() -> Value {
+        json!({ "kernel": "6.1", "toolchain": "rustc", "governor": "performance", "hostname": "h" })
+    }
+
+    /// Claims the next job; returns it.
+    async fn claim(&self) -> Value {
+        let claim = json!({ "specs": specs(), "environment": Self::environment() });
+        let (status, claimed) = self
+            .app
+            .request(
+                "POST",
+                "/api/v1/worker/claim",
+                Body::from(claim.to_string()),
+                Some(&self.token),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{claimed}");
+        claimed["job"].clone()
+    }
+
+    /// Completes `job` with `outcome`.
+    async fn complete(&self, job: &Value, outcome: Value) {
+        let done = json!({ "lease_id": job["lease_id"], "environment": Self::environment(),
+                           "outcome": outcome });
+        let path = format!("/api/v1/worker/jobs/{}/complete", job["id"]);
+        let (status, answer) = self
+            .app
+            .request(
+                "POST",
+                &path,
+                Body::from(done.to_string()),
+                Some(&self.token),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    }
+}
+
 /// The id of commit `sha` of repository `r`.
 async fn commit_id(app: &TestApp, sha: &str) -> i64 {
     let (_, commit) = app.get(&format!("/api/v1/repos/r/commits/{sha}")).await;
@@ -90,35 +145,21 @@ async fn commit_statuses_follow_the_jobs_to_github_then_gitea() {
     );
 
     // Claimed, then finished: success.
-    let worker = app
-        .state
-        .db
-        .create_token("w", kymo_core::db::TokenScope::Worker, 0)
-        .await
-        .unwrap();
-    let claim = json!({ "specs": specs(), "environment": { "kernel": "6.1", "toolchain": "rustc",
-                                                            "governor": "performance", "hostname": "h" } });
-    let (_, claimed) = app
-        .request(
-            "POST",
-            "/api/v1/worker/claim",
-            Body::from(claim.to_string()),
-            Some(&worker),
-        )
-        .await;
+    let worker = TestWorker::new(&app).await;
+    let job = worker.claim().await;
     commit_status_changed(&app.state, commit).await.unwrap();
     assert_eq!(
         deliver_once(&app.state).await.unwrap(),
         0,
         "running is still pending"
     );
-    let done = json!({ "lease_id": claimed["job"]["lease_id"], "environment": claim["environment"],
-                       "outcome": { "status": "succeeded", "suites": upload(sha, 3)["suites"], "log": "" } });
-    let path = format!("/api/v1/worker/jobs/{}/complete", claimed["job"]["id"]);
-    let (status, answer) = app
-        .request("POST", &path, Body::from(done.to_string()), Some(&worker))
+    let suites = upload(sha, 3)["suites"].clone();
+    worker
+        .complete(
+            &job,
+            json!({ "status": "succeeded", "suites": suites, "log": "" }),
+        )
         .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
     commit_status_changed(&app.state, commit).await.unwrap();
     assert_eq!(deliver_once(&app.state).await.unwrap(), 1);
     assert_eq!(github.received()[1].json()["state"], "success");
@@ -127,18 +168,12 @@ async fn commit_statuses_follow_the_jobs_to_github_then_gitea() {
     app.post("/api/v1/repos/r/runs", &json!({ "commit": sha }))
         .await;
     commit_status_changed(&app.state, commit).await.unwrap();
-    let (_, claimed) = app
-        .request(
-            "POST",
-            "/api/v1/worker/claim",
-            Body::from(claim.to_string()),
-            Some(&worker),
+    let job = worker.claim().await;
+    worker
+        .complete(
+            &job,
+            json!({ "status": "failed", "error": "boom", "log_tail": "" }),
         )
-        .await;
-    let failed = json!({ "lease_id": claimed["job"]["lease_id"], "environment": claim["environment"],
-                         "outcome": { "status": "failed", "error": "boom", "log_tail": "" } });
-    let path = format!("/api/v1/worker/jobs/{}/complete", claimed["job"]["id"]);
-    app.request("POST", &path, Body::from(failed.to_string()), Some(&worker))
         .await;
     commit_status_changed(&app.state, commit).await.unwrap();
     assert_eq!(deliver_once(&app.state).await.unwrap(), 1);
