@@ -282,9 +282,13 @@ impl Db {
         };
         let (delivery, post) = item.ids();
         let mut tx = self.begin_write().await?;
+        // The row may have gone while it was being sent (its channel was removed): then
+        // there is nothing left to log against.
         sqlx::query!(
             r#"INSERT INTO alert_attempts (delivery_id, status_post_id, attempt, at, http_status, error)
-               VALUES (?, ?, ?, ?, ?, ?)"#,
+               SELECT ?1, ?2, ?3, ?4, ?5, ?6
+               WHERE EXISTS (SELECT 1 FROM alert_deliveries WHERE id = ?1)
+                  OR EXISTS (SELECT 1 FROM commit_status_posts WHERE id = ?2)"#,
             delivery,
             post,
             attempt,

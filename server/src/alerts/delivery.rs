@@ -134,7 +134,9 @@ pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
             }
         }
     }
+    // Every outcome is recorded even when one cannot be: an unrecorded send is sent again.
     let mut attempts = 0;
+    let mut first_error = None;
     while let Some(done) = sends.join_next().await {
         let (item, attempt, outcome) = done.map_err(anyhow::Error::from)?;
         let now = state.now();
@@ -142,13 +144,22 @@ pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
         if next == NextStep::Failed {
             tracing::warn!(?item, attempt, ?outcome, "alert given up");
         }
-        state
+        match state
             .db
             .record_attempt(item, attempt, &outcome, next, now)
-            .await?;
-        attempts += 1;
+            .await
+        {
+            Ok(()) => attempts += 1,
+            Err(err) => {
+                tracing::error!(?item, error = %err, "cannot record a delivery attempt");
+                first_error.get_or_insert(err);
+            }
+        }
     }
-    Ok(attempts)
+    match first_error {
+        Some(err) => Err(err.into()),
+        None => Ok(attempts),
+    }
 }
 
 fn agent() -> ureq::Agent {

@@ -4,6 +4,7 @@
 mod alerts;
 mod api;
 mod commit_status;
+mod delivery_loop;
 mod failures;
 mod lease;
 mod listener;
