@@ -124,6 +124,14 @@ async fn a_regression_alerts_each_channel_once_through_failures() {
     // The generic JSON body carries every fact, with absolute links.
     let json_alert = flaky.received()[0].json();
     assert_eq!(flaky.received()[0].path, "/hook/json");
+    let content_type = flaky.received()[0]
+        .header("content-type")
+        .map(str::to_owned);
+    assert!(
+        content_type
+            .unwrap_or_default()
+            .starts_with("application/json")
+    );
     assert_eq!(json_alert["event"], "regression");
     assert_eq!(json_alert["repository"], "r");
     assert_eq!(json_alert["benchmark"], HOSTILE);
