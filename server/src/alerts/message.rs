@@ -7,6 +7,8 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::pages::format::value;
+
 /// Longest benchmark, metric or machine name put into a message; longer ones are cut.
 const MAX_NAME_CHARS: usize = 200;
 
@@ -84,6 +86,17 @@ fn change(facts: &AlertFacts) -> String {
     format!("{:+.1} %", facts.change_pct)
 }
 
+/// `+20.0 % (100.0 ns → 120.0 ns)`, the unit escaped (it comes from benchmark output).
+fn change_from_to(facts: &AlertFacts, escape: &dyn Fn(&str) -> String) -> String {
+    let unit = one_line(&facts.unit);
+    format!(
+        "{} ({} → {})",
+        change(facts),
+        escape(&value(facts.baseline, &unit)),
+        escape(&value(facts.value, &unit))
+    )
+}
+
 /// `p = 0.0012, interval +10.1 % … +14.0 %`
 fn confidence(facts: &AlertFacts) -> String {
     let c = facts.confidence;
@@ -132,7 +145,7 @@ fn slack_body(facts: &AlertFacts) -> Value {
             { "type": "section", "fields": [
                 field("Benchmark", e(&one_line(&facts.benchmark))),
                 field("Metric", format!("{} ({})", e(&one_line(&facts.metric)), e(&one_line(&facts.unit)))),
-                field("Change", format!("{} ({} → {})", change(facts), facts.baseline, facts.value)),
+                field("Change", change_from_to(facts, &e)),
                 field("Confidence", confidence(facts)),
                 field("Machine", e(&one_line(&facts.machine))),
                 field("Culprit", culprit_text(&facts.culprit, &e)),
@@ -157,7 +170,7 @@ fn discord_body(facts: &AlertFacts) -> Value {
             "fields": [
                 field("Benchmark", e(&one_line(&facts.benchmark)), false),
                 field("Metric", format!("{} ({})", e(&one_line(&facts.metric)), e(&one_line(&facts.unit))), true),
-                field("Change", format!("{} ({} → {})", change(facts), facts.baseline, facts.value), true),
+                field("Change", change_from_to(facts, &e), true),
                 field("Confidence", confidence(facts), true),
                 field("Machine", e(&one_line(&facts.machine)), true),
                 field("Culprit", culprit_text(&facts.culprit, &e), false),
@@ -307,6 +320,10 @@ mod tests {
         let links = blocks[2]["text"]["text"].as_str().unwrap();
         assert!(links.contains("<https://kymo.example/repos/r/regressions/7|Regression #7>"));
         assert!(body.to_string().contains("p = 1.20e-4"), "{body}");
+        assert!(
+            body.to_string().contains("+20.0 % (100.0 ns → 120.0 ns)"),
+            "{body}"
+        );
     }
 
     #[test]

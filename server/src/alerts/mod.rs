@@ -175,7 +175,8 @@ pub fn public_url(given: Option<&str>, listening: SocketAddr) -> AppResult<Strin
         Some(url) => {
             let url = url.trim_end_matches('/');
             validate_outbound_url(url)?;
-            if url.contains(['?', '#']) || url.len() > 512 {
+            // It is put into chat markup (`<url|text>`, `[text](url)`) as it is.
+            if url.contains(['?', '#', '|', '<', '>', '"', '(', ')', '[', ']']) || url.len() > 512 {
                 return Err(AppError::BadRequest(format!(
                     "public url {url:?} must be a plain http(s) base URL of at most 512 bytes"
                 )));
@@ -221,5 +222,6 @@ mod tests {
         );
         assert!(public_url(Some("kymo.example"), at("0.0.0.0:80")).is_err());
         assert!(public_url(Some("https://k.example/?x=1"), at("0.0.0.0:80")).is_err());
+        assert!(public_url(Some("https://k.example/a|b"), at("0.0.0.0:80")).is_err());
     }
 }

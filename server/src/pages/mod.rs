@@ -2,7 +2,7 @@
 //! (`HX-Request`), a handler renders only the fragment the page swaps.
 
 mod alerts;
-mod format;
+pub(crate) mod format;
 mod overlays;
 mod verdicts;
 mod views;
