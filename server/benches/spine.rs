@@ -144,6 +144,7 @@ async fn main() {
         Arc::new(ManualClock::at(0)),
         LeaseSettings::default(),
         dir.path().to_owned(),
+        "http://127.0.0.1:8080".into(),
     );
     let router = app(state);
     let mut times = Vec::new();

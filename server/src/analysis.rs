@@ -42,9 +42,9 @@ pub async fn follow_up(state: &AppState, repository_id: i64, created: &[i64]) ->
 
 /// Tells people about regressions whose culprit (or final range) is known.
 async fn announce(state: &AppState, regression_ids: &[i64]) -> AppResult<()> {
-    let _ = state;
     if !regression_ids.is_empty() {
         tracing::info!(regressions = ?regression_ids, "regressions settled");
+        crate::alerts::regressions_found(state, regression_ids).await?;
     }
     Ok(())
 }

@@ -198,6 +198,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         data_dir: data.join("kymo-data"),
         worker_labels: Vec::new(),
         access: Default::default(),
+        public_url: None,
     })
     .await?;
     let state = running.state.clone();

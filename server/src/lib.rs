@@ -4,6 +4,7 @@
 //! pages and the wiring of `kymo serve` (server plus embedded worker). SQL lives in kymo-core's
 //! `db` module; checking out and running benchmarks lives in kymo-worker.
 
+pub mod alerts;
 pub mod analysis;
 pub mod api;
 pub mod auth;

@@ -89,6 +89,9 @@ pub async fn process_push(
             );
         }
     }
+    for commit in &new {
+        crate::alerts::commit_status_changed(state, commit.id).await?;
+    }
     let outcome = PushOutcome {
         head: Some(head.sha),
         new_commits: new.len(),

@@ -31,6 +31,8 @@ pub struct ServeOptions {
     /// Labels the embedded worker offers.
     pub worker_labels: Vec<String>,
     pub access: AccessSettings,
+    /// The base of links in alerts; `http://` and the listen address by default.
+    pub public_url: Option<String>,
 }
 
 const EMBEDDED_WORKER: &str = "embedded-worker";
@@ -44,6 +46,7 @@ pub struct RunningServer {
     server: JoinHandle<std::io::Result<()>>,
     reaper: JoinHandle<()>,
     poller: JoinHandle<()>,
+    alerts: crate::alerts::DeliveryLoop,
 }
 
 /// Runs the service until SIGINT or SIGTERM.
@@ -65,21 +68,25 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("cannot open the database {}", options.db.display()))?;
     let clock: SharedClock = Arc::new(SystemClock);
+    let listener = TcpListener::bind(options.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.listen))?;
+    let address = listener.local_addr()?;
+    let public_url = crate::alerts::public_url(options.public_url.as_deref(), address)
+        .context("--public-url")?;
     let mut state = AppState::new(
         db.clone(),
         clock.clone(),
         options.leases,
         options.data_dir.clone(),
+        public_url.into(),
     );
     state.access = options.access;
-    let listener = TcpListener::bind(options.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", options.listen))?;
-    let address = listener.local_addr()?;
 
     write_admin_token(&db, &options.db, clock.now()).await?;
     let reaper = tokio::spawn(reap_leases(db.clone(), clock.clone()));
     let poller = tokio::spawn(crate::push::poll_repositories(state.clone()));
+    let alerts = crate::alerts::DeliveryLoop::spawn(state.clone());
     let stop_worker = Arc::new(AtomicBool::new(false));
     if options.embedded_worker {
         let now = clock.now();
@@ -118,6 +125,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
         server,
         reaper,
         poller,
+        alerts,
     })
 }
 
@@ -135,6 +143,7 @@ impl RunningServer {
         self.server.await??;
         self.reaper.abort();
         self.poller.abort();
+        self.alerts.stop().await;
         self.state.db.close().await;
         tracing::info!("kymo stopped");
         Ok(())

@@ -18,16 +18,26 @@ pub struct AppState {
     pub data_dir: Arc<PathBuf>,
     pub access: AccessSettings,
     pub limiter: Arc<FailureLimiter>,
+    /// The base of absolute links in alerts and commit statuses (`--public-url`), no
+    /// trailing slash.
+    pub public_url: Arc<str>,
 }
 
 impl AppState {
     /// A state with public reading and no failures counted yet.
-    pub fn new(db: Db, clock: SharedClock, leases: LeaseSettings, data_dir: PathBuf) -> Self {
+    pub fn new(
+        db: Db,
+        clock: SharedClock,
+        leases: LeaseSettings,
+        data_dir: PathBuf,
+        public_url: Arc<str>,
+    ) -> Self {
         Self {
             db,
             clock,
             leases,
             data_dir: Arc::new(data_dir),
+            public_url,
             access: AccessSettings::default(),
             limiter: Arc::default(),
         }

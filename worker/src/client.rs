@@ -48,18 +48,29 @@ impl ServerClient {
         what: &str,
         response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> anyhow::Result<T> {
+        let mut response = self.accepted(what, response)?;
+        response
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024 * 1024)
+            .read_json()
+            .with_context(|| format!("{what}: the server's answer is not the expected JSON"))
+    }
+
+    /// The response when the server accepted the request (2xx), else its refusal.
+    fn accepted(
+        &self,
+        what: &str,
+        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> anyhow::Result<ureq::http::Response<ureq::Body>> {
         let mut response = response
             .with_context(|| format!("{what}: cannot reach the server at {}", self.base))?;
         let status = response.status().as_u16();
-        let body = response.body_mut();
         if (200..300).contains(&status) {
-            return body
-                .with_config()
-                .limit(64 * 1024 * 1024)
-                .read_json()
-                .with_context(|| format!("{what}: the server's answer is not the expected JSON"));
+            return Ok(response);
         }
-        let message = body
+        let message = response
+            .body_mut()
             .read_json::<ApiErrorBody>()
             .map(|b| b.error)
             .unwrap_or_else(|_| "no details".into());
@@ -86,6 +97,29 @@ impl ServerClient {
             request = request.header("Authorization", format!("Bearer {token}"));
         }
         self.finish(&format!("POST {path}"), request.send_json(body))
+    }
+
+    /// `PUT` a JSON body and read the JSON answer.
+    pub fn put<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> anyhow::Result<T> {
+        let mut request = self.agent.put(self.url(path));
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        self.finish(&format!("PUT {path}"), request.send_json(body))
+    }
+
+    /// `DELETE` a resource; the answer carries no body.
+    pub fn delete(&self, path: &str) -> anyhow::Result<()> {
+        let mut request = self.agent.delete(self.url(path));
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        self.accepted(&format!("DELETE {path}"), request.call())?;
+        Ok(())
     }
 
     pub fn claim(&self, request: &ClaimRequest) -> anyhow::Result<Option<ClaimedJob>> {

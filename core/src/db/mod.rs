@@ -3,7 +3,9 @@
 //! that a read-then-write transaction never fails to upgrade its lock.
 
 mod access;
+mod alerts;
 mod bisections;
+mod commit_status;
 mod ingest;
 mod jobs;
 mod machines;
@@ -21,7 +23,14 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
 pub use access::{Credential, Session, TokenRow, validate_token_name};
+pub use alerts::{
+    ALERT_KINDS, AlertChannelRow, AttemptOutcome, AttemptRow, DeliveryRow, DueDelivery,
+    MAX_URL_LEN, NextStep, OutboxItem, OutboxProgress, validate_outbound_url,
+};
 pub use bisections::{BisectionRow, BisectionUpdate, BisectionView, ProbeJobs, WideRegression};
+pub use commit_status::{
+    CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
+};
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{JobReason, JobRow, JobTarget, LeaseSettings, labels_satisfy, normalize_labels};
 pub use machines::{MachineRow, TokenScope};
@@ -34,7 +43,7 @@ pub use regressions::{
 };
 pub use repos::{CommitRecord, RepositoryRow, RepositorySettings, validate_repository};
 pub use sensitivity::{SensitivityRule, sensitivity_for};
-pub use webhooks::{ChainCommit, DeliveryRow, NewDelivery, RepositoryRemote};
+pub use webhooks::{ChainCommit, NewDelivery, RepositoryRemote, WebhookDeliveryRow};
 
 /// A failure of the storage layer, or a request it refuses.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@ use super::{Db, DbError};
 
 /// One webhook delivery as the deliveries page shows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct DeliveryRow {
+pub struct WebhookDeliveryRow {
     pub id: i64,
     pub provider: String,
     pub delivery: String,
@@ -137,9 +137,9 @@ impl Db {
     }
 
     /// The latest deliveries, newest first.
-    pub async fn deliveries(&self, limit: i64) -> Result<Vec<DeliveryRow>, DbError> {
+    pub async fn deliveries(&self, limit: i64) -> Result<Vec<WebhookDeliveryRow>, DbError> {
         Ok(sqlx::query_as!(
-            DeliveryRow,
+            WebhookDeliveryRow,
             r#"SELECT d.id, d.provider, d.delivery, d.event, r.name AS "repository?", d.outcome,
                       d.status, d.detail, d.received_at
                FROM webhook_deliveries d LEFT JOIN repositories r ON r.id = d.repository_id

@@ -1,11 +1,13 @@
 //! The JSON API under `/api/v1`.
 
+mod alerts;
 mod queue;
 mod repos;
 mod verdicts;
 mod webhooks;
 mod worker;
 
+pub use alerts::{DeliveryLog, LOG_LIMIT, target_view};
 pub use repos::load_commit;
 pub use verdicts::{csv_response, load_regression};
 
@@ -53,6 +55,21 @@ pub fn router() -> Router<AppState> {
         .route(
             "/repos/{repo}/sensitivity",
             get(verdicts::sensitivity).put(verdicts::set_sensitivity),
+        )
+        .route(
+            "/repos/{repo}/alerts",
+            get(alerts::channels).post(alerts::add_channel),
+        )
+        .route(
+            "/repos/{repo}/alerts/{id}",
+            axum::routing::delete(alerts::remove_channel),
+        )
+        .route("/repos/{repo}/alerts/deliveries", get(alerts::deliveries))
+        .route(
+            "/repos/{repo}/commit-status",
+            get(alerts::status_target)
+                .put(alerts::set_status_target)
+                .delete(alerts::remove_status_target),
         )
         .route("/jobs", get(queue::jobs))
         .route("/jobs/{id}", get(queue::job))

@@ -86,6 +86,7 @@ pub async fn enqueue_run(
             state.now(),
         )
         .await?;
+    crate::alerts::commit_status_changed(&state, commit_id).await?;
     Ok((StatusCode::ACCEPTED, Json(RunQueued { commit, jobs })))
 }
 

@@ -12,7 +12,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use kymo_core::db::{DeliveryRow, NewDelivery, RepositoryRow};
+use kymo_core::db::{NewDelivery, RepositoryRow, WebhookDeliveryRow};
 use kymo_core::webhook::{
     Event, Provider, parse_push, parse_remote, verify_hmac_sha256, verify_token,
 };
@@ -91,7 +91,7 @@ pub async fn gitea(
 }
 
 /// `GET /webhooks/deliveries`: the latest deliveries, newest first.
-pub async fn deliveries(State(state): State<AppState>) -> AppResult<Json<Vec<DeliveryRow>>> {
+pub async fn deliveries(State(state): State<AppState>) -> AppResult<Json<Vec<WebhookDeliveryRow>>> {
     Ok(Json(state.db.deliveries(200).await?))
 }
 

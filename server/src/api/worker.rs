@@ -32,6 +32,8 @@ pub async fn claim(
     let job = state.db.claim_job(machine_id, state.leases, now).await?;
     if let Some(job) = &job {
         tracing::info!(job = job.id, commit = %job.commit, repo = job.repository, "job claimed");
+        let target = state.db.job_target(job.id).await?;
+        crate::alerts::commit_status_changed(&state, target.commit_id).await?;
     }
     Ok(Json(ClaimResponse { job }))
 }
@@ -70,6 +72,7 @@ pub async fn complete(
             state.db.fail_job(id, lease, error, tail, now).await?;
             tracing::warn!(job = id, error, "job failed");
             crate::analysis::follow_up(&state, target.repository_id, &[]).await?;
+            crate::alerts::commit_status_changed(&state, target.commit_id).await?;
             Ok(Json(json!({ "state": "failed" })))
         }
         JobOutcome::Succeeded { suites, log } => {
@@ -92,6 +95,7 @@ pub async fn complete(
                     );
                     let created = crate::analysis::analyse_run(&state, summary.run_id).await?;
                     crate::analysis::follow_up(&state, target.repository_id, &created).await?;
+                    crate::alerts::commit_status_changed(&state, target.commit_id).await?;
                     Ok(Json(json!({ "state": "succeeded", "run": summary.run_id })))
                 }
                 Err(DbError::Invalid(reason)) => {

@@ -17,6 +17,7 @@ use kymo_worker::fingerprint::{detect_environment, detect_specs};
 
 use crate::serve::{ServeOptions, serve};
 
+mod alerts;
 mod compare;
 mod tokens;
 
@@ -91,6 +92,12 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArg,
     },
+    /// A repository's alert channels: a message for every new regression.
+    #[command(subcommand)]
+    Alert(alerts::AlertCommand),
+    /// Where a repository's commit statuses are posted (GitHub or Gitea).
+    #[command(subcommand)]
+    Status(alerts::StatusCommand),
     /// Manage API tokens (on the server's machine, against its database).
     #[command(subcommand)]
     Token(TokenCommand),
@@ -117,6 +124,10 @@ pub struct ServeArgs {
     /// Where mirrors and work trees live [default: `kymo-data` beside the database].
     #[arg(long, env = "KYMO_DATA")]
     pub data: Option<PathBuf>,
+    /// The URL people reach this server at, for links in alerts and commit statuses
+    /// [default: http:// and the listen address].
+    #[arg(long, env = "KYMO_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Seconds a job's lease lasts without a heartbeat.
     #[arg(long, env = "KYMO_LEASE_SECONDS", default_value_t = 60, hide = true)]
     pub lease_seconds: i64,
@@ -216,6 +227,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     private: args.private,
                     secure_cookies: args.secure_cookies,
                 },
+                public_url: args.public_url,
             })
             .await
         }
@@ -328,6 +340,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Compare(args) => compare::run(args).await,
+        Command::Alert(command) => alerts::alert(command).await,
+        Command::Status(command) => alerts::status(command).await,
         Command::Kernels { args } => blocking(move || bench_kernels::run_cli(args)).await,
         Command::Health { server } => {
             blocking(move || client(&server).wait_healthy(std::time::Duration::from_secs(2))).await

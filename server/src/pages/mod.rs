@@ -2,6 +2,7 @@
 //! (`HX-Request`), a handler renders only the fragment the page swaps.
 
 mod access;
+mod alerts;
 mod continuous;
 pub(crate) mod format;
 mod overlays;
@@ -44,6 +45,7 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(verdicts::triage),
         )
         .route("/repos/{repo}/compare/{spec}", get(verdicts::compare))
+        .route("/repos/{repo}/alerts", get(alerts::alerts))
 }
 
 /// Whether htmx sent the request, so that a fragment is enough.

@@ -16,7 +16,9 @@ use tower::ServiceExt;
 use crate::support::{TestRepo, bench_script, kymo_toml};
 
 pub struct TestApp {
-    state: AppState,
+    pub state: AppState,
+    /// The state's clock, to move time forward.
+    pub clock: ManualClock,
     /// An admin token for the requests that change things.
     pub admin: String,
     _dir: TempDir,
@@ -26,11 +28,13 @@ impl TestApp {
     pub async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("kymo.db")).await.unwrap();
+        let clock = ManualClock::at(1_800_000_000);
         let state = AppState::new(
             db,
-            Arc::new(ManualClock::at(1_800_000_000)),
+            Arc::new(clock.clone()),
             LeaseSettings::default(),
             dir.path().join("data"),
+            "https://kymo.example".into(),
         );
         let admin = state
             .db
@@ -39,6 +43,7 @@ impl TestApp {
             .unwrap();
         Self {
             state,
+            clock,
             admin,
             _dir: dir,
         }

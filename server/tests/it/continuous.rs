@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use kymo_core::webhook::sign_hmac_sha256;
 
+use crate::listener::Listener;
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_toml};
 use crate::webhooks::{SECRET, deliver};
 
@@ -238,6 +239,11 @@ fn a_push_of_eight_commits_is_bisected_to_the_commit_that_regressed() {
     }
     assert_eq!(run_until_empty(&machine), 12);
 
+    // People hear of regressions on a channel: once, with the culprit bisection found.
+    let channel = Listener::answering(&[200]);
+    let hook = format!("{}/hook", channel.url);
+    assert_ok(&server.kymo(&["alert", "add", "app", "--url", &hook, "--kind", "json"]));
+
     // One push of eight commits; the fifth makes `parse` 30 % slower.
     let mut pushed = Vec::new();
     for i in 12..20 {
@@ -303,6 +309,21 @@ fn a_push_of_eight_commits_is_bisected_to_the_commit_that_regressed() {
         page.contains("bisection") && page.contains("found"),
         "{page}"
     );
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while channel.received().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no alert arrived");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The rest of the push is measured too; no second message comes for the same regression.
+    run_until_empty(&machine);
+    std::thread::sleep(Duration::from_millis(600));
+    let messages = channel.received();
+    assert_eq!(messages.len(), 1, "one message per regression");
+    let alert = messages[0].json();
+    assert_eq!(alert["culprit"]["type"], "commit", "{alert:#}");
+    assert_eq!(alert["culprit"]["sha"], pushed[4].as_str());
+    assert_eq!(alert["benchmark"], "parse");
 }
 
 /// The sha of the commit `back` commits behind the head.

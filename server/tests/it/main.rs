@@ -2,10 +2,14 @@
 //! git repositories made with git2, and HTTP over loopback.
 
 mod access;
+mod alerts;
 mod api;
+mod commit_status;
 mod continuous;
+mod delivery_loop;
 mod failures;
 mod lease;
+mod listener;
 mod spine;
 mod support;
 mod verdicts;
