@@ -64,6 +64,10 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
 
 /// Opens the database, binds the listener and starts serving, the reaper and the worker.
 pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
+    if let Some(parent) = options.db.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
     let db = Db::open(&options.db)
         .await
         .with_context(|| format!("cannot open the database {}", options.db.display()))?;
