@@ -20,6 +20,16 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// Reads a provider's name as it appears in the hook's URL.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "github" => Some(Provider::GitHub),
+            "gitlab" => Some(Provider::GitLab),
+            "gitea" => Some(Provider::Gitea),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::GitHub => "github",

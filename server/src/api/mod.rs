@@ -31,9 +31,7 @@ pub fn router() -> Router<AppState> {
         .route("/worker/jobs/{id}/complete", post(worker::complete))
         .layer(DefaultBodyLimit::max(RESULTS_BODY_LIMIT));
     let hooks = Router::new()
-        .route("/webhooks/github", post(webhooks::github))
-        .route("/webhooks/gitlab", post(webhooks::gitlab))
-        .route("/webhooks/gitea", post(webhooks::gitea))
+        .route("/webhooks/{provider}", post(webhooks::receive_push))
         .layer(DefaultBodyLimit::max(webhooks::WEBHOOK_BODY_LIMIT));
     Router::new()
         .route("/repos", get(repos::list).post(repos::create))

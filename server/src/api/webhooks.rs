@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use kymo_core::db::{NewDelivery, RepositoryRow, WebhookDeliveryRow};
 use kymo_core::webhook::{
@@ -42,47 +42,22 @@ pub struct DeliveryOutcome {
     pub jobs: Vec<i64>,
 }
 
-pub async fn github(
+/// `POST /webhooks/{github,gitlab,gitea}`.
+pub async fn receive_push(
     state: State<AppState>,
+    Path(provider): Path<String>,
     ClientAddress(client): ClientAddress,
     query: Query<WebhookQuery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<(StatusCode, Json<DeliveryOutcome>)> {
+    let provider = Provider::parse(&provider).ok_or_else(|| {
+        AppError::NotFound(format!(
+            "webhook provider {provider:?}: use github, gitlab or gitea"
+        ))
+    })?;
     let delivery = Delivery {
-        provider: Provider::GitHub,
-        client,
-        headers: &headers,
-        body: &body,
-    };
-    receive(&state, &delivery, &query).await
-}
-
-pub async fn gitlab(
-    state: State<AppState>,
-    ClientAddress(client): ClientAddress,
-    query: Query<WebhookQuery>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> AppResult<(StatusCode, Json<DeliveryOutcome>)> {
-    let delivery = Delivery {
-        provider: Provider::GitLab,
-        client,
-        headers: &headers,
-        body: &body,
-    };
-    receive(&state, &delivery, &query).await
-}
-
-pub async fn gitea(
-    state: State<AppState>,
-    ClientAddress(client): ClientAddress,
-    query: Query<WebhookQuery>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> AppResult<(StatusCode, Json<DeliveryOutcome>)> {
-    let delivery = Delivery {
-        provider: Provider::Gitea,
+        provider,
         client,
         headers: &headers,
         body: &body,

@@ -227,6 +227,8 @@ fn unsigned_forged_replayed_and_oversized_deliveries_change_nothing() {
     // Unknown repositories, malformed payloads and oversized bodies are refused.
     let (status, _) = deliver(&server, "github?repo=nope", &with(&signed, "d-3"), &body);
     assert_eq!(status, 404);
+    let (status, _) = deliver(&server, "bitbucket?repo=app", &with(&signed, "d-3"), &body);
+    assert_eq!(status, 404, "an unknown provider");
     let garbage = b"{\"ref\": \"refs/heads/main\", \"after\": 12}";
     let sig = format!("sha256={}", sign_hmac_sha256(SECRET, garbage));
     let (status, answer) = deliver(&server, "github?repo=app", &with(&sig, "d-4"), garbage);
