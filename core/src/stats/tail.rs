@@ -6,7 +6,8 @@
 //! compared with the commits before them by the per-commit test ([`compare()`]): its rank test
 //! on samples, and its minimum effect of `noise_multiplier` × the series' commit-to-commit
 //! noise. Every commit of the tail must sit past the midpoint between the two levels, so a
-//! spike followed by a commit back at the old level is no change. The finding is provisional:
+//! spike followed by a commit back at the old level is no change. Commits without samples
+//! enough for the rank test are left to change-point detection. The finding is provisional:
 //! once enough commits follow, change-point detection confirms it (at the same commit) or
 //! drops it.
 
@@ -53,7 +54,9 @@ pub fn detect_tail_change(
             &noise_model(base),
             &s,
         );
-        if !verdict.kind.is_change() {
+        // A commit's value alone cannot tell a spike from a step: only samples enough for
+        // the rank test (five or more) make a recent change.
+        if !verdict.kind.is_change() || verdict.method != "mann-whitney" {
             continue;
         }
         let midpoint = (verdict.baseline + verdict.value) / 2.0;
@@ -156,6 +159,16 @@ mod tests {
                 Direction::Lower,
                 &Sensitivity::default()
             ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_head_without_samples_waits_for_change_point_detection() {
+        let mut series = history(&[100.0; 20]);
+        series.push(CommitObservation::new(20, 130.0));
+        assert_eq!(
+            detect_tail_change(&series, Direction::Lower, &Sensitivity::default()),
             None
         );
     }
