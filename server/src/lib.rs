@@ -13,6 +13,7 @@ pub mod cli;
 pub mod compare;
 pub mod demo;
 pub mod error;
+pub mod export;
 pub mod git;
 pub mod pages;
 pub mod serve;
@@ -32,7 +33,7 @@ pub use state::AppState;
 pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
-        .nest("/api/v1", api::router())
+        .merge(api::router())
         .merge(pages::router())
         .merge(assets::router())
         .layer(TimeoutLayer::with_status_code(

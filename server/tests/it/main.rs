@@ -4,6 +4,7 @@
 mod api;
 mod failures;
 mod lease;
+mod openapi;
 mod spine;
 mod support;
 mod verdicts;
