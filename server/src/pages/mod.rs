@@ -1,8 +1,11 @@
 //! The dashboard: server-rendered pages that work without JavaScript. When htmx asks
 //! (`HX-Request`), a handler renders only the fragment the page swaps.
 
+mod atom;
+mod embed;
 mod format;
 mod overlays;
+pub(crate) mod trend;
 mod verdicts;
 mod views;
 
@@ -31,6 +34,11 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(verdicts::triage),
         )
         .route("/repos/{repo}/compare/{spec}", get(verdicts::compare))
+        .route(
+            "/repos/{repo}/regressions.atom",
+            get(atom::regressions_feed),
+        )
+        .route("/repos/{repo}/trend.svg", get(embed::trend_svg))
 }
 
 /// Whether htmx sent the request, so that a fragment is enough.

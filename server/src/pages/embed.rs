@@ -1,0 +1,137 @@
+//! An embeddable image of a benchmark's recent trend, for READMEs and pull requests: a
+//! standalone SVG (no stylesheet, no script) that caches for a few minutes.
+
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use kymo_core::db::RegressionFilter;
+use kymo_core::protocol::query_value;
+use serde::Deserialize;
+
+use super::trend::{EnvironmentCache, load_series_trend};
+use crate::api::ApiQuery;
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+
+/// Commits an image shows by default, and at most.
+const DEFAULT_LAST: i64 = 30;
+const MAX_LAST: i64 = 1_000;
+/// Default pixel size of an image, and the largest side accepted.
+const DEFAULT_SIZE: (u32, u32) = (600, 200);
+const MAX_IMAGE_SIDE: u32 = 2_000;
+/// How long clients and proxies may reuse an image.
+const CACHE_CONTROL: &str = "public, max-age=300";
+
+/// Which series to draw, and how.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrendQuery {
+    benchmark: String,
+    /// Needed when the benchmark has several metrics.
+    metric: Option<String>,
+    /// A machine fingerprint; needed when several machines measure the metric.
+    machine: Option<String>,
+    /// The newest this many commits.
+    last: Option<i64>,
+    width: Option<u32>,
+    height: Option<u32>,
+}
+
+/// The image's path (relative to the server) for one series.
+pub fn trend_svg_path(repo: &str, benchmark: &str, metric: &str, machine: &str) -> String {
+    format!(
+        "/repos/{repo}/trend.svg?benchmark={}&metric={}&machine={}",
+        query_value(benchmark),
+        query_value(metric),
+        query_value(machine)
+    )
+}
+
+pub async fn trend_svg(
+    State(state): State<AppState>,
+    Path(repo): Path<String>,
+    ApiQuery(query): ApiQuery<TrendQuery>,
+) -> AppResult<Response> {
+    let last = query.last.unwrap_or(DEFAULT_LAST);
+    if !(2..=MAX_LAST).contains(&last) {
+        return Err(AppError::BadRequest(format!(
+            "last must be between 2 and {MAX_LAST} commits, not {last}"
+        )));
+    }
+    let width = query.width.unwrap_or(DEFAULT_SIZE.0);
+    let height = query.height.unwrap_or(DEFAULT_SIZE.1);
+    let (min_w, min_h) = (crate::chart::MIN_WIDTH, crate::chart::MIN_HEIGHT);
+    if !(min_w..=MAX_IMAGE_SIDE).contains(&width) || !(min_h..=MAX_IMAGE_SIDE).contains(&height) {
+        return Err(AppError::BadRequest(format!(
+            "width must be {min_w} to {MAX_IMAGE_SIDE} and height {min_h} to {MAX_IMAGE_SIDE} pixels, not {width} × {height}"
+        )));
+    }
+    let repo = state.db.repository(&repo).await?;
+    let benchmark = query.benchmark.as_str();
+    let matching = state
+        .db
+        .series(
+            repo.id,
+            Some(benchmark),
+            query.metric.as_deref(),
+            query.machine.as_deref(),
+        )
+        .await?;
+    let series = match matching.as_slice() {
+        [one] => one,
+        [] if state
+            .db
+            .series(repo.id, Some(benchmark), None, None)
+            .await?
+            .is_empty() =>
+        {
+            return Err(AppError::NotFound(format!(
+                "benchmark {benchmark:?} not found"
+            )));
+        }
+        [] => {
+            return Err(AppError::NotFound(format!(
+                "benchmark {benchmark:?} has no series with that metric and machine"
+            )));
+        }
+        many => {
+            let choices: Vec<String> = many
+                .iter()
+                .map(|s| format!("metric={} machine={}", s.metric, s.machine))
+                .collect();
+            return Err(AppError::BadRequest(format!(
+                "{} series match; choose one with metric and machine: {}",
+                many.len(),
+                choices.join(", ")
+            )));
+        }
+    };
+    let filter = RegressionFilter {
+        benchmark: Some(benchmark.to_owned()),
+        ..RegressionFilter::default()
+    };
+    let regressions = state.db.regressions(repo.id, &filter).await?;
+    let trend = load_series_trend(
+        &state,
+        (&repo.name, repo.id),
+        series,
+        last,
+        &regressions,
+        &mut EnvironmentCache::new(),
+    )
+    .await?;
+    let svg = trend.standalone_svg(&series.unit, width, height)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, CACHE_CONTROL),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'",
+            ),
+        ],
+        svg,
+    )
+        .into_response())
+}
