@@ -15,6 +15,7 @@ pub mod demo;
 pub mod error;
 pub mod export;
 pub mod git;
+pub mod metrics;
 pub mod pages;
 pub mod serve;
 pub mod state;
@@ -33,9 +34,11 @@ pub use state::AppState;
 pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics::metrics))
         .merge(api::router())
         .merge(pages::router())
         .merge(assets::router())
+        .route_layer(axum::middleware::from_fn(metrics::record_latency))
         .layer(TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(120),
