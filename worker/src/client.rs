@@ -48,8 +48,13 @@ impl ServerClient {
         what: &str,
         response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> anyhow::Result<T> {
-        let mut response = response
-            .with_context(|| format!("{what}: cannot reach the server at {}", self.base))?;
+        let mut response = response.with_context(|| {
+            format!(
+                "{what}: cannot reach the server at {}: is `kymo serve` running there? \
+                     Pass --server URL (or set KYMO_SERVER) to use another",
+                self.base
+            )
+        })?;
         let status = response.status().as_u16();
         let body = response.body_mut();
         if (200..300).contains(&status) {
@@ -63,7 +68,14 @@ impl ServerClient {
             .read_json::<ApiErrorBody>()
             .map(|b| b.error)
             .unwrap_or_else(|_| "no details".into());
-        Err(Refused { status, message }).with_context(|| what.to_owned())
+        let hint = match status {
+            401 => {
+                " (set KYMO_TOKEN to a token from `kymo token create --worker NAME`, run on the server's machine)"
+            }
+            413 => " (split the upload into smaller ones)",
+            _ => "",
+        };
+        Err(Refused { status, message }).with_context(|| format!("{what}{hint}"))
     }
 
     /// `GET` a JSON document.
@@ -126,7 +138,11 @@ impl ServerClient {
                 return Ok(());
             }
             if std::time::Instant::now() > deadline {
-                bail!("the server at {} did not become healthy", self.base);
+                bail!(
+                    "the server at {} did not become healthy: is `kymo serve` running there? \
+                     Pass --server URL (or set KYMO_SERVER) to check another",
+                    self.base
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }

@@ -2,6 +2,7 @@
 //! git repositories made with git2, and HTTP over loopback.
 
 mod api;
+mod cli_listing;
 mod eco;
 mod failures;
 mod lease;
