@@ -111,7 +111,7 @@ pub async fn trend_svg(
         ..RegressionFilter::default()
     };
     let regressions = state.db.regressions(repo.id, &filter).await?;
-    let trend = load_series_trend(
+    let mut trend = load_series_trend(
         &state,
         (&repo.name, repo.id),
         series,
@@ -120,6 +120,8 @@ pub async fn trend_svg(
         &mut EnvironmentCache::new(),
     )
     .await?;
+    // Outside the dashboard the image must say what it shows.
+    trend.title = format!("{benchmark} · {}", trend.title);
     let svg = trend.standalone_svg(&series.unit, width, height)?;
     Ok((
         [

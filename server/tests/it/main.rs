@@ -6,6 +6,7 @@ mod cli_listing;
 mod eco;
 mod failures;
 mod lease;
+mod metrics;
 mod openapi;
 mod spine;
 mod support;
