@@ -3,13 +3,14 @@
 //! benchmark page's links to them. Bad parameters get a 422 with a JSON error body.
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::api::{TestApp, specs};
 use crate::support::TestRepo;
+use crate::verdicts::jittered;
 
 /// A benchmark name a hostile uploader might pick.
 const HOSTILE: &str = "<script>alert(\"x\")</script>&amp;]]>";
@@ -22,7 +23,13 @@ pub struct Raw {
 }
 
 pub async fn raw(app: &TestApp, path: &str) -> Raw {
+    send(app, Method::GET, path).await
+}
+
+/// Sends `method path` (with a `Host`, as browsers do) through the router.
+pub async fn send(app: &TestApp, method: Method, path: &str) -> Raw {
     let request = Request::builder()
+        .method(method)
         .uri(path)
         .header(header::HOST, "bench.example")
         .body(Body::empty())
@@ -42,9 +49,7 @@ pub async fn raw(app: &TestApp, path: &str) -> Raw {
 }
 
 fn upload(sha: &str, level: f64, i: usize) -> Value {
-    let samples: Vec<f64> = (0..5)
-        .map(|k| level * (1.0 + (((i * 7 + k * 3) % 5) as f64 - 2.0) * 0.001))
-        .collect();
+    let samples = jittered(level, i);
     json!({
         "commit": sha,
         "specs": specs(),

@@ -4,12 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use serde_json::Value;
-use tower::ServiceExt;
 
 use crate::api::TestApp;
+use crate::eco::send;
 
 /// The path templates the API router holds. axum has no public listing; its `Debug` output
 /// names each path as `RouteId(N): "/path"`, so a change there makes this find nothing and
@@ -46,24 +45,14 @@ async fn routed_methods(app: &TestApp, template: &str) -> BTreeSet<String> {
             }
         })
         .collect();
-    let request = Request::builder()
-        .method(Method::from_bytes(b"KYMOPROBE").unwrap())
-        .uri(concrete.join("/"))
-        .body(Body::empty())
-        .unwrap();
-    let response = kymo_server::app(app.state())
-        .oneshot(request)
-        .await
-        .unwrap();
+    let probe = Method::from_bytes(b"KYMOPROBE").unwrap();
+    let response = send(app, probe, &concrete.join("/")).await;
     assert_eq!(
-        response.status(),
+        response.status,
         StatusCode::METHOD_NOT_ALLOWED,
         "{template}"
     );
-    let allow = response.headers()[header::ALLOW]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let allow = response.headers[header::ALLOW].to_str().unwrap().to_owned();
     allow
         .split(',')
         .map(|m| m.trim().to_owned())

@@ -8,11 +8,15 @@ use serde_json::{Value, json};
 use crate::api::{TestApp, specs};
 use crate::support::TestRepo;
 
-fn upload(sha: &str, level: f64, i: usize) -> Value {
-    // Five samples with a little deterministic jitter around the level.
-    let samples: Vec<f64> = (0..5)
+/// Five samples of commit `i` with a little deterministic jitter around `level`.
+pub fn jittered(level: f64, i: usize) -> Vec<f64> {
+    (0..5)
         .map(|k| level * (1.0 + (((i * 7 + k * 3) % 5) as f64 - 2.0) * 0.001))
-        .collect();
+        .collect()
+}
+
+fn upload(sha: &str, level: f64, i: usize) -> Value {
+    let samples = jittered(level, i);
     json!({
         "commit": sha,
         "specs": specs(),
