@@ -15,7 +15,7 @@ pub async fn jobs(State(state): State<AppState>) -> AppResult<Json<Vec<JobRow>>>
 }
 
 #[utoipa::path(get, path = "/jobs/{id}", tag = "queue", params(("id" = i64, Path, description = "Job id")),
-    responses((status = 200, body = JobRow), (status = 404, description = "No such job", body = ApiErrorBody)))]
+    responses((status = 200, description = "The job", body = JobRow), (status = 404, description = "No such job", body = ApiErrorBody)))]
 pub async fn job(State(state): State<AppState>, Path(id): Path<i64>) -> AppResult<Json<JobRow>> {
     Ok(Json(state.db.job(id).await?))
 }

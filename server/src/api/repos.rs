@@ -26,7 +26,7 @@ pub async fn list(State(state): State<AppState>) -> AppResult<Json<Vec<Repositor
 }
 
 #[utoipa::path(get, path = "/repos/{repo}", tag = "repos", params(RepoPath),
-    responses((status = 200, body = RepositoryRow), (status = 404, description = "No such repository", body = ApiErrorBody)))]
+    responses((status = 200, description = "The repository", body = RepositoryRow), (status = 404, description = "No such repository", body = ApiErrorBody)))]
 pub async fn show(
     State(state): State<AppState>,
     Path(repo): Path<String>,
@@ -116,7 +116,7 @@ pub async fn load_commit(state: &AppState, repo: &str, sha: &str) -> AppResult<C
 
 #[utoipa::path(get, path = "/repos/{repo}/commits/{sha}", tag = "repos",
     params(RepoPath, ("sha" = String, Path, description = "Full commit hash")),
-    responses((status = 200, body = CommitDetail), (status = 404, description = "No such repository or commit", body = ApiErrorBody)))]
+    responses((status = 200, description = "The commit, its runs and its results", body = CommitDetail), (status = 404, description = "No such repository or commit", body = ApiErrorBody)))]
 pub async fn commit(
     State(state): State<AppState>,
     Path((repo, sha)): Path<(String, String)>,

@@ -40,7 +40,7 @@ pub async fn load_regression(state: &AppState, repo: &str, id: i64) -> AppResult
 
 #[utoipa::path(get, path = "/repos/{repo}/regressions/{id}", tag = "verdicts",
     params(RepoPath, ("id" = i64, Path, description = "Regression id")),
-    responses((status = 200, body = RegressionRow), (status = 404, description = "No such repository or regression", body = ApiErrorBody)))]
+    responses((status = 200, description = "The regression with its evidence", body = RegressionRow), (status = 404, description = "No such repository or regression", body = ApiErrorBody)))]
 pub async fn regression(
     State(state): State<AppState>,
     Path((repo, id)): Path<(String, i64)>,

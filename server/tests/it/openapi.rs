@@ -129,6 +129,17 @@ async fn the_document_is_openapi_3_and_every_schema_reference_resolves() {
             .unwrap_or_else(|| panic!("unexpected reference {reference}"));
         assert!(schemas.contains_key(name), "dangling reference {reference}");
     }
+    // OpenAPI requires a description on every response.
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                assert!(
+                    response["description"].is_string(),
+                    "{method} {path} {status} has no description"
+                );
+            }
+        }
+    }
     let claim = &document["paths"]["/api/v1/worker/claim"]["post"];
     assert_eq!(claim["security"][0]["worker_token"], Value::Array(vec![]));
     let series = &document["paths"]["/api/v1/repos/{repo}/series"]["get"]["parameters"];
