@@ -52,7 +52,13 @@ pub async fn record_latency(request: Request, next: Next) -> Response {
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
-    let method = request.method().as_str().to_owned();
+    // Clients choose the method: anything unusual shares one label, so that the label set
+    // (and memory) stays bounded.
+    let method = match request.method().as_str() {
+        m @ ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS") => m,
+        _ => "other",
+    }
+    .to_owned();
     let started = Instant::now();
     let response = next.run(request).await;
     let seconds = started.elapsed().as_secs_f64();

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use axum::http::{StatusCode, header};
 
 use crate::api::TestApp;
-use crate::eco::{raw, stepped};
+use crate::eco::{raw, send, stepped};
 
 /// A parsed exposition: families with their TYPE, and samples by name.
 struct Exposition {
@@ -94,6 +94,10 @@ async fn metrics_are_valid_prometheus_text_with_cumulative_latency_buckets() {
     raw(&app, "/repos/r/benchmarks/steady").await;
     raw(&app, "/static/kymo.css").await;
     raw(&app, "/no/such/page").await;
+    for method in ["BREW", "WHEN"] {
+        let method = axum::http::Method::from_bytes(method.as_bytes()).unwrap();
+        send(&app, method, "/api/v1/jobs").await;
+    }
     let scrape = raw(&app, "/metrics").await;
     assert_eq!(scrape.status, StatusCode::OK);
     assert!(
@@ -103,30 +107,43 @@ async fn metrics_are_valid_prometheus_text_with_cumulative_latency_buckets() {
             .starts_with("text/plain; version=0.0.4")
     );
     let exposition = parse_exposition(&scrape.body);
-    let value = |name: &str, label: Option<(&str, &str)>| {
-        exposition
+    // The sum over the samples of `name` that carry all of `labels` (other tests in this
+    // process add their own requests to the histograms).
+    let value = |name: &str, labels: &[(&str, &str)]| {
+        let matching: Vec<f64> = exposition
             .samples
             .iter()
-            .find(|s| {
+            .filter(|s| {
                 s.name == name
-                    && label.is_none_or(|(k, v)| s.labels.iter().any(|l| l.0 == k && l.1 == v))
+                    && labels
+                        .iter()
+                        .all(|(k, v)| s.labels.iter().any(|l| l.0 == *k && l.1 == *v))
             })
-            .unwrap_or_else(|| panic!("no {name} {label:?} in\n{}", scrape.body))
-            .value
+            .map(|s| s.value)
+            .collect();
+        assert!(
+            !matching.is_empty(),
+            "no {name} {labels:?} in\n{}",
+            scrape.body
+        );
+        matching.iter().sum::<f64>()
     };
-    assert_eq!(value("kymo_runs_total", None), 24.0);
-    assert_eq!(value("kymo_measurements_stored_total", None), 72.0);
-    assert_eq!(value("kymo_queue_depth", None), 0.0);
-    assert_eq!(value("kymo_jobs", Some(("state", "failed"))), 0.0);
-    assert_eq!(value("kymo_repositories", None), 1.0);
+    assert_eq!(value("kymo_runs_total", &[]), 24.0);
+    assert_eq!(value("kymo_measurements_stored_total", &[]), 72.0);
+    assert_eq!(value("kymo_queue_depth", &[]), 0.0);
+    assert_eq!(value("kymo_jobs", &[("state", "failed")]), 0.0);
+    assert_eq!(value("kymo_repositories", &[]), 1.0);
     assert_eq!(
         exposition.types["kymo_http_request_duration_seconds"],
         "histogram"
     );
     // Routes are labelled by template, never by the concrete path.
     let name = "kymo_http_request_duration_seconds_count";
-    assert!(value(name, Some(("route", "/api/v1/repos/{repo}/results"))) >= 24.0);
-    assert!(value(name, Some(("route", "/repos/{repo}/benchmarks/{*name}"))) >= 1.0);
+    assert!(value(name, &[("route", "/api/v1/repos/{repo}/results")]) >= 24.0);
+    assert!(value(name, &[("route", "/repos/{repo}/benchmarks/{*name}")]) >= 1.0);
+    // Methods clients make up share one label.
+    assert!(value(name, &[("route", "/api/v1/jobs"), ("method", "other")]) >= 2.0);
+    assert!(!scrape.body.contains("BREW"), "{}", scrape.body);
     assert!(
         !scrape.body.contains("route=\"/repos/r/"),
         "{}",
