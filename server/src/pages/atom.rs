@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use kymo_core::db::{RegressionFilter, RegressionRow};
 
+use super::embed::public_base;
 use super::format::{rfc3339, summary};
 use crate::error::AppResult;
 use crate::state::AppState;
@@ -110,26 +111,6 @@ pub fn xml_text(text: &str) -> String {
         .collect()
 }
 
-/// The server's address as the client reached it, for absolute links in feeds and embed
-/// snippets; a missing or odd `Host` falls back to `http://localhost`.
-pub fn public_base(headers: &HeaderMap) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| {
-            !h.is_empty()
-                && h.len() <= 255
-                && h.bytes().all(|b| {
-                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
-                })
-        })
-        .unwrap_or("localhost");
-    let https = headers
-        .get("x-forwarded-proto")
-        .is_some_and(|p| p.as_bytes().eq_ignore_ascii_case(b"https"));
-    format!("{}://{host}", if https { "https" } else { "http" })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,17 +118,5 @@ mod tests {
     #[test]
     fn xml_text_drops_what_xml_cannot_carry_and_keeps_the_rest() {
         assert_eq!(xml_text("a\u{1}b\u{FFFE}c\td\né<"), "abc\td\né<");
-    }
-
-    #[test]
-    fn the_public_base_comes_from_host_and_refuses_odd_ones() {
-        let mut headers = HeaderMap::new();
-        assert_eq!(public_base(&headers), "http://localhost");
-        headers.insert(header::HOST, "bench.example:8080".parse().unwrap());
-        assert_eq!(public_base(&headers), "http://bench.example:8080");
-        headers.insert("x-forwarded-proto", "https".parse().unwrap());
-        assert_eq!(public_base(&headers), "https://bench.example:8080");
-        headers.insert(header::HOST, "evil\"><x".parse().unwrap());
-        assert_eq!(public_base(&headers), "https://localhost");
     }
 }

@@ -1,8 +1,9 @@
-//! An embeddable image of a benchmark's recent trend, for READMEs and pull requests: a
-//! standalone SVG (no stylesheet, no script) that caches for a few minutes.
+//! What other sites embed: an image of a benchmark's recent trend, for READMEs and pull
+//! requests (a standalone SVG without stylesheet or script, cached for a few minutes), and the
+//! server's public address that absolute links to it (and feeds) need.
 
 use axum::extract::{Path, State};
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use kymo_core::db::RegressionFilter;
 use kymo_core::protocol::query_value;
@@ -45,6 +46,26 @@ pub fn trend_svg_path(repo: &str, benchmark: &str, metric: &str, machine: &str) 
         query_value(metric),
         query_value(machine)
     )
+}
+
+/// The server's address as the client reached it, for absolute links in feeds and embed
+/// snippets; a missing or odd `Host` falls back to `http://localhost`.
+pub fn public_base(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() <= 255
+                && h.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+                })
+        })
+        .unwrap_or("localhost");
+    let https = headers
+        .get("x-forwarded-proto")
+        .is_some_and(|p| p.as_bytes().eq_ignore_ascii_case(b"https"));
+    format!("{}://{host}", if https { "https" } else { "http" })
 }
 
 pub async fn trend_svg(
@@ -136,4 +157,21 @@ pub async fn trend_svg(
         svg,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_base_comes_from_host_and_refuses_odd_ones() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(public_base(&headers), "http://localhost");
+        headers.insert(header::HOST, "bench.example:8080".parse().unwrap());
+        assert_eq!(public_base(&headers), "http://bench.example:8080");
+        headers.insert("x-forwarded-proto", "https".parse().unwrap());
+        assert_eq!(public_base(&headers), "https://bench.example:8080");
+        headers.insert(header::HOST, "evil\"><x".parse().unwrap());
+        assert_eq!(public_base(&headers), "https://localhost");
+    }
 }

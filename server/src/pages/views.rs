@@ -6,8 +6,7 @@ use axum::http::HeaderMap;
 use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter};
 use serde::Deserialize;
 
-use super::atom::public_base;
-use super::embed::trend_svg_path;
+use super::embed::{public_base, trend_svg_path};
 use super::format::{change, elapsed, summary, utc, value};
 use super::trend::{EnvironmentCache, load_series_trend};
 use super::{PageResult, is_htmx, render};
