@@ -73,6 +73,9 @@ impl ServerClient {
                 " (set KYMO_TOKEN to a token from `kymo token create --worker NAME`, run on the server's machine)"
             }
             413 => " (split the upload into smaller ones)",
+            404 if what.contains(" /repos/") => {
+                " (`kymo repo list` shows the tracked repositories)"
+            }
             _ => "",
         };
         Err(Refused { status, message }).with_context(|| format!("{what}{hint}"))

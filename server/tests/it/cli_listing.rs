@@ -48,6 +48,11 @@ fn listings_print_tables_or_json_and_uploads_stay_quiet_in_pipes() {
 
     let repos = assert_ok(&server.kymo(&["repo", "list"]));
     assert!(repos.starts_with("NAME"), "{repos}");
+
+    let unknown = server.kymo(&["run", "nope"]);
+    assert!(!unknown.status.success());
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("`kymo repo list` shows"), "{stderr}");
 }
 
 #[test]
