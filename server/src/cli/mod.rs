@@ -222,9 +222,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let waiting =
                 progress::spinner(format!("cloning {} and reading its history", body.url));
-            let repo: RepositoryRow =
-                blocking(move || client(&server).post("/repos", &body)).await?;
+            let answer = blocking(move || client(&server).post("/repos", &body)).await;
             waiting.finish_and_clear();
+            let repo: RepositoryRow = answer?;
             println!(
                 "added {} ({} on branch {})",
                 repo.name, repo.url, repo.branch
@@ -355,9 +355,9 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
     };
     let path = format!("/repos/{}/results", args.repo);
     let waiting = progress::spinner(format!("uploading {} suite(s)", request.suites.len()));
-    let accepted: UploadAccepted =
-        blocking(move || client(&args.server).post(&path, &request)).await?;
+    let answer = blocking(move || client(&args.server).post(&path, &request)).await;
     waiting.finish_and_clear();
+    let accepted: UploadAccepted = answer?;
     println!(
         "stored {} measurements as run {} of machine {}",
         accepted.measurements, accepted.run, accepted.machine
