@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// A full 40-hex-digit git commit id, always lowercase.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(try_from = "String", into = "String")]
 pub struct CommitSha(String);
 
@@ -63,7 +65,9 @@ impl fmt::Display for CommitSha {
 
 /// A stable hash of the hardware facts that change performance (see [`MachineSpecs`]).
 /// Results from different fingerprints are never mixed in one series.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(try_from = "String", into = "String")]
 pub struct MachineFingerprint(String);
 
@@ -101,7 +105,7 @@ impl fmt::Display for MachineFingerprint {
 }
 
 /// The hardware facts behind a [`MachineFingerprint`]: what changes performance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MachineSpecs {
     pub cpu_model: String,
     pub logical_cores: u32,
@@ -133,7 +137,7 @@ impl MachineSpecs {
 
 /// Per-run metadata that may change without the machine changing. A change of environment is
 /// annotated on trend graphs; it never starts a new series.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Environment {
     pub kernel: String,
     pub toolchain: String,
@@ -142,7 +146,7 @@ pub struct Environment {
 }
 
 /// Whether smaller or larger values of a metric are better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     Lower,

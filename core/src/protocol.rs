@@ -6,7 +6,7 @@ use crate::model::{CommitSha, Environment, MachineFingerprint, MachineSpecs};
 use crate::results::SuiteResults;
 
 /// `POST /api/v1/repos`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewRepository {
     pub name: String,
@@ -25,7 +25,7 @@ pub struct NewRepository {
 }
 
 /// `POST /api/v1/repos/{repo}/runs`
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunRequest {
     /// A sha, branch or tag; the tracked branch's head when absent.
@@ -34,14 +34,14 @@ pub struct RunRequest {
 }
 
 /// The answer to a run request: the resolved commit and the jobs created for it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunQueued {
     pub commit: CommitSha,
     pub jobs: Vec<i64>,
 }
 
 /// The results of one suite of one run, as a worker or `kymo upload` sends them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SuiteUpload {
     pub suite: String,
@@ -49,7 +49,7 @@ pub struct SuiteUpload {
 }
 
 /// `POST /api/v1/repos/{repo}/results`: results produced outside the queue (CI).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UploadRequest {
     pub commit: CommitSha,
@@ -65,7 +65,7 @@ pub struct UploadRequest {
 }
 
 /// The answer to an upload.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct UploadAccepted {
     pub run: i64,
     pub machine: MachineFingerprint,
@@ -73,7 +73,7 @@ pub struct UploadAccepted {
 }
 
 /// `POST /api/v1/worker/claim`: a worker asks for work and says who it is.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
     pub specs: MachineSpecs,
@@ -84,14 +84,14 @@ pub struct ClaimRequest {
 }
 
 /// The answer to a claim: a job with its lease, or nothing to do.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimResponse {
     pub job: Option<ClaimedJob>,
 }
 
 /// A job handed to a worker. The lease must be renewed by heartbeat before it expires, or
 /// the job returns to the queue and the worker's later completion is refused.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimedJob {
     pub id: i64,
     pub lease_id: String,
@@ -102,14 +102,14 @@ pub struct ClaimedJob {
 }
 
 /// `POST /api/v1/worker/jobs/{id}/heartbeat`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
     pub lease_id: String,
 }
 
 /// `POST /api/v1/worker/jobs/{id}/complete`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Completion {
     pub lease_id: String,
@@ -118,7 +118,7 @@ pub struct Completion {
 }
 
 /// How a job ended on the worker.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
 pub enum JobOutcome {
     Succeeded {
@@ -132,7 +132,7 @@ pub enum JobOutcome {
 }
 
 /// Every API error body.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApiErrorBody {
     pub error: String,
 }

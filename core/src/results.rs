@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 use crate::model::Direction;
 
 /// The results of one suite run (one kymo JSON document, or one file of another format).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SuiteResults {
     pub benchmarks: Vec<BenchmarkResult>,
 }
 
 /// One benchmark: a name, optional parameters that belong to its identity, and its metrics.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BenchmarkResult {
     pub name: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -23,7 +23,7 @@ pub struct BenchmarkResult {
 
 /// One metric of a benchmark. `value` is always set: given directly, or derived (median of
 /// `samples`, or the p50 of `hdr`). `samples` keeps the raw samples statistics need.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MetricResult {
     pub name: String,
     pub unit: String,

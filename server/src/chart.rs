@@ -17,7 +17,7 @@ use plotters::coord::types::{RangedCoordf64, RangedCoordi64};
 use plotters::prelude::*;
 
 pub use band::BandPoint;
-use markup::{Placed, assemble, render_no_data, without_control_chars};
+use markup::{Placed, assemble, render_no_data, standalone, without_control_chars};
 use overlay::Frame;
 pub use overlay::{Annotation, Baseline, ChangeMarker, MarkerKind, Segment};
 use scale::{AxisFormat, y_range};
@@ -189,6 +189,12 @@ pub fn render_trend_svg(chart: &TrendChart) -> Result<String, ChartError> {
         points.sort_by_key(|p| p.position);
     }
     render_points(chart, &points)
+}
+
+/// Renders a series as a standalone SVG document of exactly `width` × `height` pixels with an
+/// opaque background, for `<img>` embeds; otherwise as [`render_trend_svg`].
+pub fn render_standalone_svg(chart: &TrendChart) -> Result<String, ChartError> {
+    Ok(standalone(render_trend_svg(chart)?, chart))
 }
 
 /// The x coordinate of a point.

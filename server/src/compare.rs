@@ -11,6 +11,7 @@ use kymo_core::stats::{
 use serde::Serialize;
 
 use crate::error::{AppError, AppResult};
+use crate::export::{csv_field, csv_line};
 use crate::git;
 use crate::state::AppState;
 
@@ -18,7 +19,7 @@ use crate::state::AppState;
 const NOISE_HISTORY: usize = 100;
 
 /// One row of a comparison.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CompareRow {
     pub benchmark: String,
     pub metric: String,
@@ -29,7 +30,7 @@ pub struct CompareRow {
 }
 
 /// A whole comparison with its summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CompareReport {
     pub repository: String,
     pub base: String,
@@ -215,24 +216,9 @@ pub fn to_csv(report: &CompareReport) -> String {
             v.p_value.map(|p| p.to_string()).unwrap_or_default(),
             v.kind.as_str().to_owned(),
         ];
-        out.push_str(&fields.join(","));
-        out.push('\n');
+        out.push_str(&csv_line(&fields));
     }
     out
-}
-
-/// Quotes a CSV field, and defuses spreadsheet formulas (a leading `=`, `+`, `-` or `@`).
-fn csv_field(s: &str) -> String {
-    let s = if s.starts_with(['=', '+', '-', '@']) {
-        format!("'{s}")
-    } else {
-        s.to_owned()
-    };
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s
-    }
 }
 
 #[cfg(test)]
@@ -251,13 +237,5 @@ mod tests {
             Baseline::parse(Some("merge-base:main")),
             Baseline::MergeBase("main".into())
         );
-    }
-
-    #[test]
-    fn csv_fields_are_quoted_and_formulas_defused() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("=cmd()"), "'=cmd()");
     }
 }

@@ -16,7 +16,9 @@ pub mod cli;
 pub mod compare;
 pub mod demo;
 pub mod error;
+pub mod export;
 pub mod git;
+pub mod metrics;
 pub mod pages;
 pub mod push;
 pub mod serve;
@@ -36,9 +38,11 @@ pub use state::AppState;
 pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
-        .nest("/api/v1", api::router())
+        .route("/metrics", get(metrics::metrics))
+        .merge(api::router())
         .merge(pages::router())
         .merge(assets::router())
+        .route_layer(axum::middleware::from_fn(metrics::record_latency))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_reader,

@@ -63,8 +63,13 @@ impl ServerClient {
         what: &str,
         response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> anyhow::Result<ureq::http::Response<ureq::Body>> {
-        let mut response = response
-            .with_context(|| format!("{what}: cannot reach the server at {}", self.base))?;
+        let mut response = response.with_context(|| {
+            format!(
+                "{what}: cannot reach the server at {}: is `kymo serve` running there? \
+                     Pass --server URL (or set KYMO_SERVER) to use another",
+                self.base
+            )
+        })?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
             return Ok(response);
@@ -74,7 +79,19 @@ impl ServerClient {
             .read_json::<ApiErrorBody>()
             .map(|b| b.error)
             .unwrap_or_else(|_| "no details".into());
-        Err(Refused { status, message }).with_context(|| what.to_owned())
+        let hint = match status {
+            401 => {
+                " (pass --token or set KYMO_TOKEN: `kymo token create --admin NAME` on the server's \
+                 machine, where the CLI also finds the admin token beside the database, KYMO_DB)"
+            }
+            403 => " (this needs a token of another scope: an admin token changes things)",
+            413 => " (split the upload into smaller ones)",
+            404 if what.contains(" /repos/") => {
+                " (`kymo repo list` shows the tracked repositories)"
+            }
+            _ => "",
+        };
+        Err(Refused { status, message }).with_context(|| format!("{what}{hint}"))
     }
 
     /// `GET` a JSON document.
@@ -160,7 +177,11 @@ impl ServerClient {
                 return Ok(());
             }
             if std::time::Instant::now() > deadline {
-                bail!("the server at {} did not become healthy", self.base);
+                bail!(
+                    "the server at {} did not become healthy: is `kymo serve` running there? \
+                     Pass --server URL (or set KYMO_SERVER) to check another",
+                    self.base
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }

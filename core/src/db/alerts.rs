@@ -100,7 +100,7 @@ pub enum NextStep {
 }
 
 /// Where an outbox row stands, with its logged attempts: what both log tables show.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct OutboxProgress {
     /// `pending`, `delivered`, `failed` or `cancelled`.
     pub state: String,
@@ -112,7 +112,7 @@ pub struct OutboxProgress {
 }
 
 /// A delivery as the log shows it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct DeliveryRow {
     pub id: i64,
     pub channel_id: i64,
@@ -124,7 +124,7 @@ pub struct DeliveryRow {
 }
 
 /// One logged attempt.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct AttemptRow {
     pub attempt: i64,
     pub at: i64,

@@ -22,7 +22,7 @@ pub struct BisectionRow {
 }
 
 /// A bisection as pages and the API show it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct BisectionView {
     pub state: String,
     pub steps: i64,

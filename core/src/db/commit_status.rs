@@ -82,7 +82,7 @@ pub struct DueStatusPost {
 }
 
 /// A commit-status post as the log shows it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct StatusPostRow {
     pub id: i64,
     pub sha: String,

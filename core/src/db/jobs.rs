@@ -23,7 +23,7 @@ impl Default for LeaseSettings {
 }
 
 /// A job as the queue page and the API show it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct JobRow {
     pub id: i64,
     pub repository: String,

@@ -8,7 +8,7 @@ use super::{Db, DbError};
 use crate::model::{MachineFingerprint, MachineSpecs};
 
 /// A registered machine, its specs, and what it is doing.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct MachineRow {
     pub id: i64,
     pub fingerprint: String,

@@ -6,6 +6,7 @@ mod access;
 mod alerts;
 mod bisections;
 mod commit_status;
+mod counts;
 mod ingest;
 mod jobs;
 mod machines;
@@ -31,6 +32,7 @@ pub use bisections::{BisectionRow, BisectionUpdate, BisectionView, ProbeJobs, Wi
 pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
 };
+pub use counts::{JOB_STATES, ServerCounts};
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{JobReason, JobRow, JobTarget, LeaseSettings, labels_satisfy, normalize_labels};
 pub use machines::{MachineRow, TokenScope};

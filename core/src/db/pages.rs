@@ -3,7 +3,7 @@
 use super::{Db, DbError};
 
 /// A repository with the counts the home page shows.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RepositorySummary {
     pub name: String,
     pub url: String,
@@ -33,7 +33,7 @@ pub struct HistoryStatus {
 }
 
 /// A run of a commit on a machine.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct CommitRunRow {
     pub id: i64,
     pub machine: String,
@@ -47,7 +47,7 @@ pub struct CommitRunRow {
 }
 
 /// One result of a commit, with the parent commit's value of the same series.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct CommitMeasurementRow {
     pub series_id: i64,
     pub benchmark: String,
@@ -61,7 +61,7 @@ pub struct CommitMeasurementRow {
 }
 
 /// A series of a benchmark: one metric on one machine.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct BenchmarkSeriesRow {
     pub id: i64,
     pub benchmark: String,
@@ -72,7 +72,7 @@ pub struct BenchmarkSeriesRow {
 }
 
 /// A point of a series: a commit's latest value, in history order.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct SeriesPoint {
     pub position: i64,
     pub sha: String,
@@ -82,7 +82,7 @@ pub struct SeriesPoint {
 }
 
 /// Row shape of the commit page's header.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct CommitRow {
     pub id: i64,
     pub sha: String,

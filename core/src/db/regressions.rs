@@ -40,7 +40,7 @@ pub struct FoundChange {
 }
 
 /// A regression (or improvement) as pages and the API show it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RegressionRow {
     pub id: i64,
     pub repository: String,
@@ -74,7 +74,8 @@ pub struct RegressionRow {
 }
 
 /// Filters of the regressions list.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RegressionFilter {
     pub state: Option<String>,
     pub kind: Option<String>,

@@ -4,7 +4,7 @@ use super::{Db, DbError};
 use crate::model::CommitSha;
 
 /// A tracked repository.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RepositoryRow {
     pub id: i64,
     pub name: String,

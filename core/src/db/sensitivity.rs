@@ -5,7 +5,7 @@ use crate::stats::{Sensitivity, SensitivityOverrides};
 
 /// One stored override: `benchmark` is empty for the whole repository, otherwise a prefix of
 /// the benchmark names it applies to.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SensitivityRule {
     #[serde(default)]

@@ -4,7 +4,7 @@
 use super::{Db, DbError};
 
 /// One webhook delivery as the deliveries page shows it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct WebhookDeliveryRow {
     pub id: i64,
     pub provider: String,

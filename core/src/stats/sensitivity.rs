@@ -50,7 +50,7 @@ impl Default for Sensitivity {
 
 /// Optional replacements for some [`Sensitivity`] fields, as read from configuration (for
 /// example a repository's settings, then a benchmark's). Unknown keys are rejected.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SensitivityOverrides {
     pub min_effect_pct: Option<f64>,

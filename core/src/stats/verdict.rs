@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::Direction;
 
 /// The conclusion of a comparison or a change point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictKind {
     /// Significantly worse, by more than the threshold.
@@ -51,7 +51,7 @@ impl VerdictKind {
 
 /// The verdict of one per-commit comparison, with its evidence. Percentages are relative to
 /// the baseline (see the module documentation for baselines of zero) and always finite.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Verdict {
     pub kind: VerdictKind,
     /// Median of the baseline's values.

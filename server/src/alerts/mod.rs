@@ -96,7 +96,7 @@ async fn alert_facts(state: &AppState, regression_id: i64) -> AppResult<Option<A
 }
 
 /// `POST /api/v1/repos/{repo}/alerts`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAlertChannel {
     pub url: String,
@@ -106,7 +106,7 @@ pub struct NewAlertChannel {
 }
 
 /// A channel as the API and pages show it: the URL's secret part hidden.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AlertChannelView {
     pub id: i64,
     pub kind: String,
@@ -115,7 +115,7 @@ pub struct AlertChannelView {
 }
 
 /// `PUT /api/v1/repos/{repo}/commit-status`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusTargetRequest {
     /// `github` or `gitea`.
@@ -129,7 +129,7 @@ pub struct StatusTargetRequest {
 }
 
 /// A commit-status target as the API shows it: the token reduced to a hint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StatusTargetView {
     pub kind: String,
     pub api_url: String,

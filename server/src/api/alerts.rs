@@ -6,7 +6,10 @@ use axum::http::StatusCode;
 use kymo_core::db::{AlertChannelRow, CommitStatusTarget, DeliveryRow, StatusPostRow};
 use serde::{Deserialize, Serialize};
 
+use kymo_core::protocol::ApiErrorBody;
+
 use super::ApiJson;
+use super::doc::RepoPath;
 use crate::alerts::{
     AlertChannelView, GITHUB_API, NewAlertChannel, StatusTargetRequest, StatusTargetView,
     redact_url, token_hint,
@@ -29,6 +32,9 @@ impl From<AlertChannelRow> for AlertChannelView {
     }
 }
 
+#[utoipa::path(get, path = "/repos/{repo}/alerts", tag = "alerts", params(RepoPath),
+    responses((status = 200, description = "The repository's alert channels (URLs redacted)", body = Vec<AlertChannelView>),
+        (status = 404, description = "No such repository", body = ApiErrorBody)))]
 pub async fn channels(
     State(state): State<AppState>,
     Path(repo): Path<String>,
@@ -38,6 +44,13 @@ pub async fn channels(
     Ok(Json(rows.into_iter().map(Into::into).collect()))
 }
 
+#[utoipa::path(post, path = "/repos/{repo}/alerts", tag = "alerts", params(RepoPath), security(("admin_token" = [])),
+    request_body = NewAlertChannel,
+    responses((status = 201, description = "The new channel", body = AlertChannelView),
+        (status = 401, description = "No admin token", body = ApiErrorBody),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 409, description = "The URL is a channel already", body = ApiErrorBody),
+        (status = 422, description = "Bad URL or kind", body = ApiErrorBody)))]
 pub async fn add_channel(
     State(state): State<AppState>,
     _admin: Admin,
@@ -59,6 +72,11 @@ pub async fn add_channel(
     Ok((StatusCode::CREATED, Json(row.into())))
 }
 
+#[utoipa::path(delete, path = "/repos/{repo}/alerts/{id}", tag = "alerts", security(("admin_token" = [])),
+    params(RepoPath, ("id" = i64, Path, description = "Channel id")),
+    responses((status = 204, description = "Removed"),
+        (status = 401, description = "No admin token", body = ApiErrorBody),
+        (status = 404, description = "No such repository or channel", body = ApiErrorBody)))]
 pub async fn remove_channel(
     State(state): State<AppState>,
     _admin: Admin,
@@ -70,12 +88,15 @@ pub async fn remove_channel(
 }
 
 /// The delivery log of a repository: alert deliveries and commit-status posts, newest first.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DeliveryLog {
     pub deliveries: Vec<DeliveryRow>,
     pub statuses: Vec<StatusPostRow>,
 }
 
+#[utoipa::path(get, path = "/repos/{repo}/alerts/deliveries", tag = "alerts", params(RepoPath),
+    responses((status = 200, description = "Alert deliveries and commit-status posts with their attempts, newest first", body = DeliveryLog),
+        (status = 404, description = "No such repository", body = ApiErrorBody)))]
 pub async fn deliveries(
     State(state): State<AppState>,
     Path(repo): Path<String>,
@@ -97,6 +118,9 @@ pub fn target_view(target: CommitStatusTarget) -> StatusTargetView {
     }
 }
 
+#[utoipa::path(get, path = "/repos/{repo}/commit-status", tag = "alerts", params(RepoPath),
+    responses((status = 200, description = "Where commit statuses go (the token only as a hint)", body = StatusTargetView),
+        (status = 404, description = "No such repository or no target", body = ApiErrorBody)))]
 pub async fn status_target(
     State(state): State<AppState>,
     Path(repo): Path<String>,
@@ -110,6 +134,12 @@ pub async fn status_target(
     Ok(Json(target_view(target)))
 }
 
+#[utoipa::path(put, path = "/repos/{repo}/commit-status", tag = "alerts", params(RepoPath), security(("admin_token" = [])),
+    request_body = StatusTargetRequest,
+    responses((status = 200, description = "The stored target", body = StatusTargetView),
+        (status = 401, description = "No admin token", body = ApiErrorBody),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 422, description = "Bad kind, slug, URL or token", body = ApiErrorBody)))]
 pub async fn set_status_target(
     State(state): State<AppState>,
     _admin: Admin,
@@ -145,6 +175,10 @@ pub async fn set_status_target(
     Ok(Json(target_view(target)))
 }
 
+#[utoipa::path(delete, path = "/repos/{repo}/commit-status", tag = "alerts", params(RepoPath), security(("admin_token" = [])),
+    responses((status = 204, description = "Removed"),
+        (status = 401, description = "No admin token", body = ApiErrorBody),
+        (status = 404, description = "No such repository or no target", body = ApiErrorBody)))]
 pub async fn remove_status_target(
     State(state): State<AppState>,
     _admin: Admin,

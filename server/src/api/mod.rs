@@ -1,8 +1,10 @@
 //! The JSON API under `/api/v1`.
 
 mod alerts;
+mod doc;
 mod queue;
 mod repos;
+mod series;
 mod verdicts;
 mod webhooks;
 mod worker;
@@ -14,8 +16,9 @@ pub use verdicts::{csv_response, load_regression};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};
 use axum::http::request::Parts;
-use axum::routing::{get, post};
 use kymo_core::db::TokenScope;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::error::AppError;
 use crate::state::AppState;
@@ -24,62 +27,64 @@ use crate::state::AppState;
 const RESULTS_BODY_LIMIT: usize = 64 * 1024 * 1024;
 const SMALL_BODY_LIMIT: usize = 256 * 1024;
 
-/// The API router, to be nested under `/api/v1`.
-pub fn router() -> Router<AppState> {
-    let results = Router::new()
-        .route("/repos/{repo}/results", post(repos::upload_results))
-        .route("/worker/jobs/{id}/complete", post(worker::complete))
+/// Where the API is mounted.
+pub const PREFIX: &str = "/api/v1";
+
+/// The API's routes and their OpenAPI document, from one source. To add a route, give its
+/// handler a `#[utoipa::path(...)]` attribute and add one line here:
+/// `.routes(routes!(module::handler))` (several handlers of one path in one `routes!`). A
+/// plain `.route(...)` would be served but undocumented, and the OpenAPI test fails on it.
+fn documented() -> OpenApiRouter<AppState> {
+    let results = OpenApiRouter::new()
+        .routes(routes!(repos::upload_results))
+        .routes(routes!(worker::complete))
         .layer(DefaultBodyLimit::max(RESULTS_BODY_LIMIT));
-    let hooks = Router::new()
-        .route("/webhooks/{provider}", post(webhooks::receive_push))
+    let hooks = OpenApiRouter::new()
+        .routes(routes!(webhooks::receive_push))
         .layer(DefaultBodyLimit::max(webhooks::WEBHOOK_BODY_LIMIT));
-    Router::new()
-        .route("/repos", get(repos::list).post(repos::create))
-        .route("/repos/{repo}", get(repos::show))
-        .route("/repos/{repo}/runs", post(repos::enqueue_run))
-        .route("/repos/{repo}/commits/{sha}", get(repos::commit))
-        .route("/repos/{repo}/series", get(repos::series))
-        .route("/repos/{repo}/regressions", get(verdicts::regressions))
-        .route("/repos/{repo}/regressions/{id}", get(verdicts::regression))
-        .route(
-            "/repos/{repo}/regressions/{id}/bisection",
-            get(verdicts::bisection),
-        )
-        .route(
-            "/repos/{repo}/regressions/{id}/triage",
-            post(verdicts::triage),
-        )
-        .route("/repos/{repo}/compare", get(verdicts::compare))
-        .route(
-            "/repos/{repo}/sensitivity",
-            get(verdicts::sensitivity).put(verdicts::set_sensitivity),
-        )
-        .route(
-            "/repos/{repo}/alerts",
-            get(alerts::channels).post(alerts::add_channel),
-        )
-        .route(
-            "/repos/{repo}/alerts/{id}",
-            axum::routing::delete(alerts::remove_channel),
-        )
-        .route("/repos/{repo}/alerts/deliveries", get(alerts::deliveries))
-        .route(
-            "/repos/{repo}/commit-status",
-            get(alerts::status_target)
-                .put(alerts::set_status_target)
-                .delete(alerts::remove_status_target),
-        )
-        .route("/jobs", get(queue::jobs))
-        .route("/jobs/{id}", get(queue::job))
-        .route("/jobs/{id}/cancel", post(queue::cancel))
-        .route("/jobs/{id}/retry", post(queue::retry))
-        .route("/webhooks/deliveries", get(webhooks::deliveries))
-        .route("/machines", get(queue::machines))
-        .route("/worker/claim", post(worker::claim))
-        .route("/worker/jobs/{id}/heartbeat", post(worker::heartbeat))
+    let api = OpenApiRouter::new()
+        .routes(routes!(doc::openapi_json))
+        .routes(routes!(repos::list, repos::create))
+        .routes(routes!(repos::show))
+        .routes(routes!(repos::enqueue_run))
+        .routes(routes!(repos::commit))
+        .routes(routes!(series::series))
+        .routes(routes!(verdicts::regressions))
+        .routes(routes!(verdicts::regression))
+        .routes(routes!(verdicts::bisection))
+        .routes(routes!(verdicts::triage))
+        .routes(routes!(verdicts::compare))
+        .routes(routes!(verdicts::sensitivity, verdicts::set_sensitivity))
+        .routes(routes!(alerts::channels, alerts::add_channel))
+        .routes(routes!(alerts::remove_channel))
+        .routes(routes!(alerts::deliveries))
+        .routes(routes!(
+            alerts::status_target,
+            alerts::set_status_target,
+            alerts::remove_status_target
+        ))
+        .routes(routes!(queue::jobs))
+        .routes(routes!(queue::job))
+        .routes(routes!(queue::cancel))
+        .routes(routes!(queue::retry))
+        .routes(routes!(queue::machines))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(worker::claim))
+        .routes(routes!(worker::heartbeat))
         .layer(DefaultBodyLimit::max(SMALL_BODY_LIMIT))
         .merge(results)
-        .merge(hooks)
+        .merge(hooks);
+    OpenApiRouter::with_openapi(<doc::ApiDoc as utoipa::OpenApi>::openapi()).nest(PREFIX, api)
+}
+
+/// The API router, mounted at [`PREFIX`].
+pub fn router() -> Router<AppState> {
+    documented().split_for_parts().0
+}
+
+/// The API's OpenAPI document (what `GET /api/v1/openapi.json` serves).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    documented().into_openapi()
 }
 
 /// A JSON body whose rejections are reported as [`AppError`]s (a JSON error body).
@@ -96,6 +101,17 @@ impl From<axum::extract::rejection::JsonRejection> for AppError {
             }
             other => AppError::BadRequest(other.body_text()),
         }
+    }
+}
+
+/// A query string whose rejections are reported as [`AppError`]s (422 with a JSON body).
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(AppError))]
+pub struct ApiQuery<T>(pub T);
+
+impl From<axum::extract::rejection::QueryRejection> for AppError {
+    fn from(rejection: axum::extract::rejection::QueryRejection) -> Self {
+        AppError::BadRequest(rejection.body_text())
     }
 }
 

@@ -1,29 +1,33 @@
 //! Repositories, their commits, series and uploaded results.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::db::{
-    BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, JobReason, RepositoryRow,
-    RepositorySettings, RepositorySummary, RunRecord, SeriesPoint, validate_repository,
+    CommitMeasurementRow, CommitRow, CommitRunRow, JobReason, RepositoryRow, RepositorySettings,
+    RepositorySummary, RunRecord, validate_repository,
 };
 use kymo_core::model::CommitSha;
-use kymo_core::protocol::{NewRepository, RunQueued, RunRequest, UploadAccepted, UploadRequest};
-use serde::{Deserialize, Serialize};
+use kymo_core::protocol::{
+    ApiErrorBody, NewRepository, RunQueued, RunRequest, UploadAccepted, UploadRequest,
+};
+use serde::Serialize;
 
 use super::ApiJson;
+use super::doc::RepoPath;
 use crate::auth::{Admin, Uploader};
 use crate::error::{AppError, AppResult};
 use crate::git;
 use crate::state::AppState;
 
-/// Newest-first commits the series endpoint returns at most.
-const MAX_SERIES_POINTS: i64 = 10_000;
-
+#[utoipa::path(get, path = "/repos", tag = "repos",
+    responses((status = 200, description = "Tracked repositories with their counts", body = Vec<RepositorySummary>)))]
 pub async fn list(State(state): State<AppState>) -> AppResult<Json<Vec<RepositorySummary>>> {
     Ok(Json(state.db.repository_summaries().await?))
 }
 
+#[utoipa::path(get, path = "/repos/{repo}", tag = "repos", params(RepoPath),
+    responses((status = 200, description = "The repository", body = RepositoryRow), (status = 404, description = "No such repository", body = ApiErrorBody)))]
 pub async fn show(
     State(state): State<AppState>,
     Path(repo): Path<String>,
@@ -31,6 +35,11 @@ pub async fn show(
     Ok(Json(state.db.repository(&repo).await?))
 }
 
+#[utoipa::path(post, path = "/repos", tag = "repos", request_body = NewRepository,
+    responses(
+        (status = 201, description = "Cloned and tracked", body = RepositoryRow),
+        (status = 409, description = "The name is taken", body = ApiErrorBody),
+        (status = 422, description = "Invalid name, URL or branch, or the clone failed", body = ApiErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     _admin: Admin,
@@ -61,6 +70,12 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(repo)))
 }
 
+#[utoipa::path(post, path = "/repos/{repo}/runs", tag = "repos", params(RepoPath),
+    request_body(content = RunRequest, description = "Optional: an empty body queues the branch head"),
+    responses(
+        (status = 202, description = "Jobs queued for every machine", body = RunQueued),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 422, description = "Unknown commit or malformed body", body = ApiErrorBody)))]
 pub async fn enqueue_run(
     State(state): State<AppState>,
     _admin: Admin,
@@ -91,7 +106,7 @@ pub async fn enqueue_run(
 }
 
 /// A commit with everything measured on it.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct CommitDetail {
     pub commit: CommitRow,
     pub runs: Vec<CommitRunRow>,
@@ -115,6 +130,9 @@ pub async fn load_commit(state: &AppState, repo: &str, sha: &str) -> AppResult<C
     })
 }
 
+#[utoipa::path(get, path = "/repos/{repo}/commits/{sha}", tag = "repos",
+    params(RepoPath, ("sha" = String, Path, description = "Full commit hash")),
+    responses((status = 200, description = "The commit, its runs and its results", body = CommitDetail), (status = 404, description = "No such repository or commit", body = ApiErrorBody)))]
 pub async fn commit(
     State(state): State<AppState>,
     Path((repo, sha)): Path<(String, String)>,
@@ -122,54 +140,13 @@ pub async fn commit(
     Ok(Json(load_commit(&state, &repo, &sha).await?))
 }
 
-/// Filters of the series endpoint.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SeriesQuery {
-    pub benchmark: Option<String>,
-    pub metric: Option<String>,
-    pub machine: Option<String>,
-    pub limit: Option<i64>,
-}
-
-/// A series with its points in history order.
-#[derive(Serialize)]
-pub struct SeriesWithPoints {
-    #[serde(flatten)]
-    pub series: BenchmarkSeriesRow,
-    pub points: Vec<SeriesPoint>,
-}
-
-pub async fn series(
-    State(state): State<AppState>,
-    Path(repo): Path<String>,
-    Query(query): Query<SeriesQuery>,
-) -> AppResult<Json<Vec<SeriesWithPoints>>> {
-    let repo = state.db.repository(&repo).await?;
-    let limit = query.limit.unwrap_or(1_000).clamp(1, MAX_SERIES_POINTS);
-    let all = state
-        .db
-        .series(
-            repo.id,
-            query.benchmark.as_deref(),
-            query.metric.as_deref(),
-            query.machine.as_deref(),
-        )
-        .await?;
-    if all.len() > 100 {
-        return Err(AppError::BadRequest(format!(
-            "{} series match; narrow the query with benchmark, metric or machine",
-            all.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(all.len());
-    for series in all {
-        let points = state.db.series_points(series.id, limit).await?;
-        out.push(SeriesWithPoints { series, points });
-    }
-    Ok(Json(out))
-}
-
+#[utoipa::path(post, path = "/repos/{repo}/results", tag = "repos", params(RepoPath),
+    request_body = UploadRequest,
+    responses(
+        (status = 201, description = "Stored and analysed", body = UploadAccepted),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 413, description = "Body too large", body = ApiErrorBody),
+        (status = 422, description = "Malformed or invalid results", body = ApiErrorBody)))]
 pub async fn upload_results(
     State(state): State<AppState>,
     _uploader: Uploader,

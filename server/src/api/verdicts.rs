@@ -1,22 +1,28 @@
 //! Regressions, their triage, and comparisons, as JSON.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
-use axum::http::header;
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use kymo_core::db::{BisectionView, RegressionFilter, RegressionRow, SensitivityRule};
+use kymo_core::protocol::ApiErrorBody;
 use serde::Deserialize;
 
-use super::ApiJson;
+use super::doc::RepoPath;
+use super::{ApiJson, ApiQuery};
 use crate::auth::Admin;
-use crate::compare::{Baseline, compare_commits, to_csv};
+use crate::compare::{Baseline, CompareReport, compare_commits, to_csv};
 use crate::error::{AppError, AppResult};
+use crate::export::{ExportFormat, csv_download};
 use crate::state::AppState;
 
+#[utoipa::path(get, path = "/repos/{repo}/regressions", tag = "verdicts",
+    params(RepoPath, RegressionFilter),
+    responses((status = 200, description = "Detected changes, newest first", body = Vec<RegressionRow>), (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 422, description = "Bad filter", body = ApiErrorBody)))]
 pub async fn regressions(
     State(state): State<AppState>,
     Path(repo): Path<String>,
-    Query(filter): Query<RegressionFilter>,
+    ApiQuery(filter): ApiQuery<RegressionFilter>,
 ) -> AppResult<Json<Vec<RegressionRow>>> {
     let repo = state.db.repository(&repo).await?;
     Ok(Json(state.db.regressions(repo.id, &filter).await?))
@@ -33,6 +39,9 @@ pub async fn load_regression(state: &AppState, repo: &str, id: i64) -> AppResult
     Ok(regression)
 }
 
+#[utoipa::path(get, path = "/repos/{repo}/regressions/{id}", tag = "verdicts",
+    params(RepoPath, ("id" = i64, Path, description = "Regression id")),
+    responses((status = 200, description = "The regression with its evidence", body = RegressionRow), (status = 404, description = "No such repository or regression", body = ApiErrorBody)))]
 pub async fn regression(
     State(state): State<AppState>,
     Path((repo, id)): Path<(String, i64)>,
@@ -40,6 +49,10 @@ pub async fn regression(
     Ok(Json(load_regression(&state, &repo, id).await?))
 }
 
+#[utoipa::path(get, path = "/repos/{repo}/regressions/{id}/bisection", tag = "verdicts",
+    params(RepoPath, ("id" = i64, Path, description = "Regression id")),
+    responses((status = 200, description = "The bisection of a regression whose range held unmeasured commits", body = BisectionView),
+        (status = 404, description = "No such repository or regression, or no bisection", body = ApiErrorBody)))]
 /// `GET /repos/{repo}/regressions/{id}/bisection`: the search for its culprit, if one ran.
 pub async fn bisection(
     State(state): State<AppState>,
@@ -55,7 +68,7 @@ pub async fn bisection(
 }
 
 /// A triage decision.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Triage {
     pub state: String,
@@ -66,6 +79,11 @@ pub struct Triage {
     pub note: String,
 }
 
+#[utoipa::path(post, path = "/repos/{repo}/regressions/{id}/triage", tag = "verdicts",
+    params(RepoPath, ("id" = i64, Path, description = "Regression id")), request_body = Triage,
+    responses((status = 200, description = "The regression in its new state", body = RegressionRow),
+        (status = 404, description = "No such repository or regression", body = ApiErrorBody),
+        (status = 422, description = "Unknown state or missing name", body = ApiErrorBody)))]
 pub async fn triage(
     State(state): State<AppState>,
     admin: Admin,
@@ -85,52 +103,51 @@ pub async fn triage(
 }
 
 /// Parameters of `GET /repos/{repo}/compare`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct CompareQuery {
     /// `parent` (default), a commit, branch or tag, or `merge-base:BRANCH`.
     pub base: Option<String>,
+    /// The compared commit: a sha, branch or tag.
     pub head: String,
     /// `json` (default) or `csv`.
     pub format: Option<String>,
 }
 
+#[utoipa::path(get, path = "/repos/{repo}/compare", tag = "verdicts", params(RepoPath, CompareQuery),
+    responses(
+        (status = 200, description = "Every series measured on both commits, judged",
+         content((CompareReport = "application/json"), (String = "text/csv"))),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 422, description = "Unknown commit or bad parameter", body = ApiErrorBody)))]
 pub async fn compare(
     State(state): State<AppState>,
     Path(repo): Path<String>,
-    Query(query): Query<CompareQuery>,
+    ApiQuery(query): ApiQuery<CompareQuery>,
 ) -> AppResult<Response> {
+    let format = ExportFormat::parse(query.format.as_deref())?;
     let repo = state.db.repository(&repo).await?;
     let baseline = Baseline::parse(query.base.as_deref());
     let report = compare_commits(&state, &repo, &baseline, &query.head).await?;
-    Ok(match query.format.as_deref() {
-        Some("csv") => csv_response(&report),
-        None | Some("json") => Json(report).into_response(),
-        Some(other) => {
-            return Err(AppError::BadRequest(format!(
-                "format {other:?} is not json or csv"
-            )));
-        }
+    Ok(match format {
+        ExportFormat::Csv => csv_response(&report),
+        ExportFormat::Json => Json(report).into_response(),
     })
 }
 
 /// A compare report as a CSV download.
-pub fn csv_response(report: &crate::compare::CompareReport) -> Response {
+pub fn csv_response(report: &CompareReport) -> Response {
     let name = format!(
-        "attachment; filename=\"kymo-compare-{}-{}.csv\"",
+        "kymo-compare-{}-{}.csv",
         &report.base[..10.min(report.base.len())],
         &report.head[..10.min(report.head.len())]
     );
-    (
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
-            (header::CONTENT_DISPOSITION, name),
-        ],
-        to_csv(report),
-    )
-        .into_response()
+    csv_download(&name, to_csv(report))
 }
 
+#[utoipa::path(get, path = "/repos/{repo}/sensitivity", tag = "verdicts", params(RepoPath),
+    responses((status = 200, description = "Stored sensitivity overrides", body = Vec<SensitivityRule>), (status = 404, description = "No such repository", body = ApiErrorBody)))]
 pub async fn sensitivity(
     State(state): State<AppState>,
     Path(repo): Path<String>,
@@ -141,6 +158,10 @@ pub async fn sensitivity(
 
 /// Stores a sensitivity rule (`benchmark` empty or absent for the whole repository) and
 /// re-analyses the repository's history under it.
+#[utoipa::path(put, path = "/repos/{repo}/sensitivity", tag = "verdicts", params(RepoPath),
+    request_body = SensitivityRule,
+    responses((status = 200, description = "The rules after the change; history is re-analysed", body = Vec<SensitivityRule>),
+        (status = 404, description = "No such repository", body = ApiErrorBody), (status = 422, description = "Invalid override", body = ApiErrorBody)))]
 pub async fn set_sensitivity(
     State(state): State<AppState>,
     _admin: Admin,

@@ -18,6 +18,8 @@ use kymo_core::webhook::{
 };
 use serde::{Deserialize, Serialize};
 
+use kymo_core::protocol::ApiErrorBody;
+
 use crate::auth::ClientAddress;
 use crate::error::{AppError, AppResult};
 use crate::push::process_push;
@@ -34,7 +36,7 @@ pub struct WebhookQuery {
 }
 
 /// What came of a delivery.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DeliveryOutcome {
     pub delivery: String,
     pub outcome: &'static str,
@@ -42,6 +44,17 @@ pub struct DeliveryOutcome {
     pub jobs: Vec<i64>,
 }
 
+#[utoipa::path(post, path = "/webhooks/{provider}", tag = "webhooks",
+    params(("provider" = String, Path, description = "github, gitlab or gitea (Gitea and Forgejo)"),
+        ("repo" = Option<String>, Query, description = "The tracked repository; without it the payload's repository must match exactly one")),
+    request_body(content = String, description = "The provider's push (or ping) payload, signed with the repository's webhook secret", content_type = "application/json"),
+    responses((status = 202, description = "A push to the tracked branch: its new commits were queued", body = DeliveryOutcome),
+        (status = 200, description = "A ping, an ignored event or branch, or a duplicate delivery", body = DeliveryOutcome),
+        (status = 401, description = "Missing or wrong signature", body = ApiErrorBody),
+        (status = 404, description = "Unknown provider or repository", body = ApiErrorBody),
+        (status = 413, description = "Body over 2 MiB", body = ApiErrorBody),
+        (status = 422, description = "Malformed payload or missing event header", body = ApiErrorBody),
+        (status = 429, description = "Too many bad signatures from this address", body = ApiErrorBody)))]
 /// `POST /webhooks/{github,gitlab,gitea}`.
 pub async fn receive_push(
     state: State<AppState>,
@@ -65,6 +78,8 @@ pub async fn receive_push(
     receive(&state, &delivery, &query).await
 }
 
+#[utoipa::path(get, path = "/webhooks/deliveries", tag = "webhooks",
+    responses((status = 200, description = "The latest 200 deliveries with their outcome, newest first", body = Vec<WebhookDeliveryRow>)))]
 /// `GET /webhooks/deliveries`: the latest deliveries, newest first.
 pub async fn deliveries(State(state): State<AppState>) -> AppResult<Json<Vec<WebhookDeliveryRow>>> {
     Ok(Json(state.db.deliveries(200).await?))

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use kymo_core::db::{DbError, RunRecord, normalize_labels};
 use kymo_core::protocol::{
-    ClaimRequest, ClaimResponse, Completion, Heartbeat, JobOutcome, log_tail,
+    ApiErrorBody, ClaimRequest, ClaimResponse, Completion, Heartbeat, JobOutcome, log_tail,
 };
 use serde_json::{Value, json};
 
@@ -16,6 +16,9 @@ use crate::state::AppState;
 const MAX_ERROR_BYTES: usize = 4 * 1024;
 const MAX_LOG_BYTES: usize = 64 * 1024;
 
+#[utoipa::path(post, path = "/worker/claim", tag = "worker", security(("worker_token" = [])),
+    request_body = ClaimRequest,
+    responses((status = 200, description = "A job under a lease, or `job: null`", body = ClaimResponse), (status = 401, description = "Missing or unknown worker token", body = ApiErrorBody)))]
 pub async fn claim(
     State(state): State<AppState>,
     _auth: WorkerAuth,
@@ -38,6 +41,10 @@ pub async fn claim(
     Ok(Json(ClaimResponse { job }))
 }
 
+#[utoipa::path(post, path = "/worker/jobs/{id}/heartbeat", tag = "worker", security(("worker_token" = [])),
+    params(("id" = i64, Path, description = "Job id")), request_body = Heartbeat,
+    responses((status = 200, description = "The lease is renewed: `{\"lease_seconds\": N}`", body = Value), (status = 401, description = "Missing or unknown worker token", body = ApiErrorBody),
+        (status = 409, description = "The lease was lost", body = ApiErrorBody)))]
 pub async fn heartbeat(
     State(state): State<AppState>,
     _auth: WorkerAuth,
@@ -51,6 +58,11 @@ pub async fn heartbeat(
     Ok(Json(json!({ "lease_seconds": state.leases.lease_seconds })))
 }
 
+#[utoipa::path(post, path = "/worker/jobs/{id}/complete", tag = "worker", security(("worker_token" = [])),
+    params(("id" = i64, Path, description = "Job id")), request_body = Completion,
+    responses((status = 200, description = "`{\"state\": \"succeeded\"|\"failed\"}`", body = Value), (status = 401, description = "Missing or unknown worker token", body = ApiErrorBody),
+        (status = 409, description = "The lease was lost", body = ApiErrorBody),
+        (status = 422, description = "Results refused; the job fails with the reason", body = ApiErrorBody)))]
 pub async fn complete(
     State(state): State<AppState>,
     _auth: WorkerAuth,

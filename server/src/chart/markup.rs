@@ -124,14 +124,30 @@ fn trimmed_end(number: &str) -> usize {
     trimmed.strip_suffix('.').unwrap_or(trimmed).len()
 }
 
+/// The root tag's sizing: the width of its container, the height its aspect ratio gives.
+const SCALABLE: &str = "width=\"100%\" style=\"height:auto\"";
+
+/// Turns an inline chart into a standalone SVG document for `<img>` embeds (READMEs, pull
+/// requests): a fixed pixel size, since an image has no container to scale to, and an opaque
+/// background so that it reads on dark pages too.
+pub(super) fn standalone(inline: String, chart: &TrendChart) -> String {
+    let sized = format!("width=\"{}\" height=\"{}\"", chart.width, chart.height);
+    let mut svg = inline.replacen(SCALABLE, &sized, 1);
+    let body = svg.find(">\n").map_or(svg.len(), |end| end + 2);
+    svg.insert_str(
+        body,
+        "<rect width=\"100%\" height=\"100%\" fill=\"#FFFFFF\"/>\n",
+    );
+    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{svg}")
+}
+
 /// Writes the opening `<svg>` tag: scalable to its container, with an accessible name.
 pub(super) fn push_root_tag(out: &mut String, chart: &TrendChart, summary: &str) {
     let (width, height) = (chart.width, chart.height);
     let _ = write!(
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" \
-         width=\"100%\" style=\"height:auto\" preserveAspectRatio=\"xMidYMid meet\" \
-         role=\"img\" aria-label=\""
+         {SCALABLE} preserveAspectRatio=\"xMidYMid meet\" role=\"img\" aria-label=\""
     );
     push_escaped(out, chart.title);
     if !chart.unit.is_empty() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use kymo_core::db::{JobRow, LeaseSettings, RepositoryRow, RepositorySummary};
+use kymo_core::db::{JobRow, LeaseSettings, RepositoryRow};
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::model::{CommitSha, MachineFingerprint};
 use kymo_core::protocol::{
@@ -19,6 +19,8 @@ use crate::serve::{ServeOptions, serve};
 
 mod alerts;
 mod compare;
+mod listing;
+mod progress;
 mod tokens;
 
 pub use tokens::TokenCommand;
@@ -101,6 +103,12 @@ pub enum Command {
     /// Manage API tokens (on the server's machine, against its database).
     #[command(subcommand)]
     Token(TokenCommand),
+    /// List the job queue, newest first.
+    Jobs(listing::ListArgs),
+    /// List the registered machines.
+    Machines(listing::ListArgs),
+    /// Print a shell completion script (e.g. `kymo completions bash > /etc/bash_completion.d/kymo`).
+    Completions { shell: clap_complete::Shell },
 }
 
 #[derive(Debug, Args)]
@@ -175,13 +183,7 @@ pub enum RepoCommand {
         server: ServerArg,
     },
     /// List tracked repositories.
-    List {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        server: ServerArg,
-    },
+    List(listing::ListArgs),
 }
 
 #[derive(Debug, Args)]
@@ -270,33 +272,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 poll_seconds: poll,
                 machine_labels: machines,
             };
-            let repo: RepositoryRow =
-                blocking(move || client(&server).post("/repos", &body)).await?;
+            let waiting =
+                progress::spinner(format!("cloning {} and reading its history", body.url));
+            let answer = blocking(move || client(&server).post("/repos", &body)).await;
+            waiting.finish_and_clear();
+            let repo: RepositoryRow = answer?;
             println!(
                 "added {} ({} on branch {})",
                 repo.name, repo.url, repo.branch
             );
             Ok(())
         }
-        Command::Repo(RepoCommand::List { json, server }) => {
-            let repos: Vec<RepositorySummary> =
-                blocking(move || client(&server).get("/repos")).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&repos)?);
-            } else if repos.is_empty() {
-                println!("no repositories; add one with `kymo repo add NAME PATH_OR_URL`");
-            } else {
-                println!(
-                    "{:<24} {:<12} {:>8} {:>10}  URL",
-                    "NAME", "BRANCH", "COMMITS", "BENCHMARKS"
-                );
-                for r in repos {
-                    println!(
-                        "{:<24} {:<12} {:>8} {:>10}  {}",
-                        r.name, r.branch, r.commits, r.benchmarks, r.url
-                    );
-                }
-            }
+        Command::Repo(RepoCommand::List(args)) => listing::repositories(args).await,
+        Command::Jobs(args) => listing::jobs(args).await,
+        Command::Machines(args) => listing::machines(args).await,
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "kymo", &mut std::io::stdout());
             Ok(())
         }
         Command::Run {
@@ -398,8 +390,10 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
             results,
         }]
     } else {
+        let files = result_files(&args.path, format)?;
+        let bar = progress::bar(files.len() as u64, "parsing");
         let mut suites = Vec::new();
-        for file in result_files(&args.path, format)? {
+        for file in bar.wrap_iter(files.into_iter()) {
             let bytes =
                 std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let results =
@@ -410,6 +404,7 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| "upload".into());
             suites.push(SuiteUpload { suite, results });
         }
+        bar.finish_and_clear();
         suites
     };
     let request = UploadRequest {
@@ -420,8 +415,10 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
         suites,
     };
     let path = format!("/repos/{}/results", args.repo);
-    let accepted: UploadAccepted =
-        blocking(move || client(&args.server).post(&path, &request)).await?;
+    let waiting = progress::spinner(format!("uploading {} suite(s)", request.suites.len()));
+    let answer = blocking(move || client(&args.server).post(&path, &request)).await;
+    waiting.finish_and_clear();
+    let accepted: UploadAccepted = answer?;
     println!(
         "stored {} measurements as run {} of machine {}",
         accepted.measurements, accepted.run, accepted.machine

@@ -12,6 +12,18 @@ pub fn utc(seconds: i64) -> String {
     )
 }
 
+/// A Unix time as RFC 3339 (`2026-11-22T22:10:00Z`), as Atom wants it.
+pub fn rfc3339(seconds: i64) -> String {
+    let (y, m, d) = civil_from_days(seconds.div_euclid(86_400));
+    let rem = seconds.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
@@ -97,6 +109,7 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc(1_795_376_640), "2026-11-22 19:44 UTC");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(rfc3339(1_795_376_645), "2026-11-22T19:44:05Z");
     }
 
     #[test]

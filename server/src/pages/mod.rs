@@ -3,9 +3,12 @@
 
 mod access;
 mod alerts;
+mod atom;
 mod continuous;
+mod embed;
 pub(crate) mod format;
 mod overlays;
+pub(crate) mod trend;
 mod verdicts;
 mod views;
 
@@ -46,6 +49,11 @@ pub fn router() -> Router<AppState> {
         )
         .route("/repos/{repo}/compare/{spec}", get(verdicts::compare))
         .route("/repos/{repo}/alerts", get(alerts::alerts))
+        .route(
+            "/repos/{repo}/regressions.atom",
+            get(atom::regressions_feed),
+        )
+        .route("/repos/{repo}/trend.svg", get(embed::trend_svg))
 }
 
 /// Whether htmx sent the request, so that a fragment is enough.

@@ -1,20 +1,17 @@
 //! Page handlers and the view models their templates render.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter, RegressionRow};
+use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter};
 use serde::Deserialize;
 
 use super::access::Viewer;
+use super::embed::{public_base, trend_svg_path};
 use super::format::{change, elapsed, summary, utc, value};
-use super::overlays::overlays;
+use super::trend::{EnvironmentCache, load_series_trend};
 use super::{PageResult, is_htmx, render};
 use crate::api::load_commit;
-use crate::chart::{TrendChart, TrendPoint, render_trend_svg};
 use crate::error::AppError;
 use crate::state::AppState;
 use kymo_core::protocol::query_value;
@@ -220,6 +217,8 @@ struct ChartView {
     machine: String,
     points: usize,
     svg: String,
+    /// Absolute address of the series' embeddable image.
+    embed: String,
 }
 
 #[derive(Template)]
@@ -267,53 +266,31 @@ pub async fn benchmark(
             },
         )
         .await?;
-    let mut environments = HashMap::new();
+    let base = public_base(&headers);
+    let mut environments = EnvironmentCache::new();
     let mut charts = Vec::with_capacity(all.len());
     for series in all {
-        let rows = state.db.series_points(series.id, last).await?;
-        let points: Vec<TrendPoint> = rows
-            .iter()
-            .map(|p| {
-                let samples: Vec<f64> = serde_json::from_str(&p.samples).unwrap_or_default();
-                let low = samples.iter().copied().reduce(f64::min);
-                let high = samples.iter().copied().reduce(f64::max);
-                TrendPoint {
-                    position: p.position as usize,
-                    sha: p.sha.clone(),
-                    value: p.value,
-                    low,
-                    high,
-                    href: format!("/repos/{repo_name}/commits/{}", p.sha),
-                }
-            })
-            .collect();
-        let title = format!("{} · {}", series.metric, series.machine);
-        let machine_environments = match environments.entry(series.machine.clone()) {
-            Entry::Occupied(known) => known.into_mut(),
-            Entry::Vacant(slot) => {
-                slot.insert(state.db.environments(repo.id, &series.machine).await?)
-            }
-        };
-        let own: Vec<&RegressionRow> = regressions
-            .iter()
-            .filter(|r| r.series_id == series.id)
-            .collect();
-        let drawn = overlays(&repo_name, &rows, &own, machine_environments);
-        let chart = TrendChart::new(&title, &series.unit, &points)
-            .with_changes(&drawn.changes)
-            .with_segments(&drawn.segments)
-            .with_band(&drawn.band)
-            .with_annotations(&drawn.annotations);
-        let svg = render_trend_svg(&chart)
-            .map_err(|e| AppError::Internal(anyhow::anyhow!("trend chart: {e}")))?;
+        let trend = load_series_trend(
+            &state,
+            (&repo_name, repo.id),
+            &series,
+            last,
+            &regressions,
+            &mut environments,
+        )
+        .await?;
         charts.push(ChartView {
+            svg: trend.inline_svg(&series.unit)?,
+            embed: format!(
+                "{base}{}",
+                trend_svg_path(&repo_name, &benchmark, &series.metric, &series.machine)
+            ),
+            points: trend.points.len(),
             metric_query: query_value(&series.metric),
             metric: series.metric,
             unit: series.unit,
             direction: series.direction,
             machine: series.machine,
-            points: points.len(),
-            svg,
         });
     }
     let page = BenchmarkPage {

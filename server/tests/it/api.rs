@@ -49,6 +49,11 @@ impl TestApp {
         }
     }
 
+    /// The application state, for tests that drive `app` themselves.
+    pub fn state(&self) -> AppState {
+        self.state.clone()
+    }
+
     pub async fn request(
         &self,
         method: &str,
@@ -123,7 +128,7 @@ impl TestApp {
     }
 
     /// A tracked repository with one commit; returns the repository and the commit's sha.
-    async fn with_repo(&self) -> (TestRepo, String) {
+    pub async fn with_repo(&self) -> (TestRepo, String) {
         let repo = TestRepo::new();
         let sha = repo.commit(
             &[

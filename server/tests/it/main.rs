@@ -4,12 +4,16 @@
 mod access;
 mod alerts;
 mod api;
+mod cli_listing;
 mod commit_status;
 mod continuous;
 mod delivery_loop;
+mod eco;
 mod failures;
 mod lease;
 mod listener;
+mod metrics;
+mod openapi;
 mod spine;
 mod support;
 mod verdicts;

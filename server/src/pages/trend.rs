@@ -1,0 +1,88 @@
+//! One series as a trend graph with its overlays: what the benchmark page shows per series
+//! and what the embeddable `trend.svg` image draws.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use kymo_core::db::{BenchmarkSeriesRow, EnvironmentPoint, RegressionRow};
+
+use super::overlays::{Overlays, overlays};
+use crate::chart::{TrendChart, TrendPoint, render_standalone_svg, render_trend_svg};
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+
+/// A series' newest points and what is drawn over them.
+pub struct SeriesTrend {
+    pub title: String,
+    pub points: Vec<TrendPoint>,
+    pub overlays: Overlays,
+}
+
+/// Machines' environments, loaded once per page however many series share a machine.
+pub type EnvironmentCache = HashMap<String, Vec<EnvironmentPoint>>;
+
+/// Loads the newest `last` points of `series` and builds its overlays from `regressions` (the
+/// benchmark's; those of other series are ignored).
+pub async fn load_series_trend(
+    state: &AppState,
+    repo: (&str, i64),
+    series: &BenchmarkSeriesRow,
+    last: i64,
+    regressions: &[RegressionRow],
+    environments: &mut EnvironmentCache,
+) -> AppResult<SeriesTrend> {
+    let (repo_name, repo_id) = repo;
+    let rows = state.db.series_points(series.id, last).await?;
+    let points = rows
+        .iter()
+        .map(|p| {
+            let samples: Vec<f64> = serde_json::from_str(&p.samples).unwrap_or_default();
+            TrendPoint {
+                position: p.position as usize,
+                sha: p.sha.clone(),
+                value: p.value,
+                low: samples.iter().copied().reduce(f64::min),
+                high: samples.iter().copied().reduce(f64::max),
+                href: format!("/repos/{repo_name}/commits/{}", p.sha),
+            }
+        })
+        .collect();
+    let machine_environments = match environments.entry(series.machine.clone()) {
+        Entry::Occupied(known) => known.into_mut(),
+        Entry::Vacant(slot) => slot.insert(state.db.environments(repo_id, &series.machine).await?),
+    };
+    let own: Vec<&RegressionRow> = regressions
+        .iter()
+        .filter(|r| r.series_id == series.id)
+        .collect();
+    Ok(SeriesTrend {
+        title: format!("{} · {}", series.metric, series.machine),
+        points,
+        overlays: overlays(repo_name, &rows, &own, machine_environments),
+    })
+}
+
+impl SeriesTrend {
+    /// The chart of this trend in `unit`.
+    pub fn chart<'a>(&'a self, unit: &'a str) -> TrendChart<'a> {
+        TrendChart::new(&self.title, unit, &self.points)
+            .with_changes(&self.overlays.changes)
+            .with_segments(&self.overlays.segments)
+            .with_band(&self.overlays.band)
+            .with_annotations(&self.overlays.annotations)
+    }
+
+    /// Inline SVG for a page, scaling with its container.
+    pub fn inline_svg(&self, unit: &str) -> AppResult<String> {
+        render_trend_svg(&self.chart(unit)).map_err(chart_error)
+    }
+
+    /// A standalone SVG document of `width` × `height` pixels, for `<img>` embeds.
+    pub fn standalone_svg(&self, unit: &str, width: u32, height: u32) -> AppResult<String> {
+        render_standalone_svg(&self.chart(unit).with_size(width, height)).map_err(chart_error)
+    }
+}
+
+fn chart_error(err: crate::chart::ChartError) -> AppError {
+    AppError::Internal(anyhow::anyhow!("trend chart: {err}"))
+}
