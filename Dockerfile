@@ -18,7 +18,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 # htmx from the npm registry, as the lockfile pins it; server/build.rs embeds it.
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --omit=dev --no-audit --no-fund
 # Dependencies first, against empty crates: this layer is rebuilt only when a manifest or the
 # lockfile changes, not on every source change.
 COPY Cargo.toml Cargo.lock ./
