@@ -14,6 +14,7 @@ pub mod compare;
 pub mod demo;
 pub mod error;
 pub mod git;
+pub mod limits;
 pub mod pages;
 pub mod serve;
 pub mod state;
@@ -35,6 +36,7 @@ pub fn app(state: AppState) -> Router {
         .nest("/api/v1", api::router())
         .merge(pages::router())
         .merge(assets::router())
+        .layer(axum::middleware::from_fn(limits::refuse_long_uris))
         .layer(TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(120),

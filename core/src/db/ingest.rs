@@ -74,6 +74,7 @@ impl Db {
         now: i64,
     ) -> Result<IngestSummary, DbError> {
         crate::results::validate_suites(record.suites).map_err(DbError::Invalid)?;
+        crate::results::validate_environment(record.environment).map_err(DbError::Invalid)?;
         let batches = batches(record.suites);
         let env = record.environment;
         let (job_id, source) = match record.job {

@@ -2,6 +2,7 @@
 //! readers, writes through a single writer connection in `BEGIN IMMEDIATE` transactions, so
 //! that a read-then-write transaction never fails to upgrade its lock.
 
+mod census;
 mod ingest;
 mod jobs;
 mod machines;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
+pub use census::RowCounts;
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{JobRow, JobTarget, LeaseSettings};
 pub use machines::{MachineRow, TokenScope};

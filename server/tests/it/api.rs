@@ -16,7 +16,7 @@ use tower::ServiceExt;
 use crate::support::{TestRepo, bench_script, kymo_toml};
 
 pub struct TestApp {
-    state: AppState,
+    pub state: AppState,
     _dir: TempDir,
 }
 
@@ -83,7 +83,7 @@ impl TestApp {
     }
 
     /// A tracked repository with one commit; returns the repository and the commit's sha.
-    async fn with_repo(&self) -> (TestRepo, String) {
+    pub async fn with_repo(&self) -> (TestRepo, String) {
         let repo = TestRepo::new();
         let sha = repo.commit(
             &[

@@ -3,6 +3,7 @@
 
 mod api;
 mod failures;
+mod hostile;
 mod lease;
 mod spine;
 mod support;
