@@ -35,6 +35,8 @@ mod input;
 mod json_place;
 pub mod kymo;
 pub mod libtest;
+#[cfg(test)]
+mod properties;
 pub mod pytest_benchmark;
 
 pub use criterion::parse_criterion_dir;
