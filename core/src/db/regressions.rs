@@ -141,7 +141,7 @@ impl Db {
     ) -> Result<Vec<i64>, DbError> {
         let mut tx = self.begin_write().await?;
         let existing = sqlx::query!(
-            r#"SELECT r.id, r.kind, c.position FROM regressions r JOIN commits c ON c.id = r.commit_id
+            r#"SELECT r.id, r.kind, r.commit_id, c.position FROM regressions r JOIN commits c ON c.id = r.commit_id
                WHERE r.series_id = ?"#,
             series_id
         )
@@ -150,12 +150,16 @@ impl Db {
         let mut matched = Vec::new();
         let mut created = Vec::new();
         for change in found {
-            let same = existing.iter().find(|e| {
-                e.kind == change.kind
-                    && !matched.contains(&e.id)
-                    && e.position
-                        .is_some_and(|p| (p - change.position).abs() <= SAME_CHANGE_MARGIN)
-            });
+            // The record at this very commit if there is one, else the nearest one. A record is
+            // never moved onto a commit another record holds: (series, commit) is unique, and
+            // results that arrive out of history order do move change points about.
+            let distance = |position: Option<i64>| position.map(|p| (p - change.position).abs());
+            let taken = existing.iter().any(|o| o.commit_id == change.commit_id);
+            let same = (existing.iter())
+                .filter(|e| e.kind == change.kind && !matched.contains(&e.id))
+                .filter(|e| distance(e.position).is_some_and(|d| d <= SAME_CHANGE_MARGIN))
+                .min_by_key(|e| (e.commit_id != change.commit_id, distance(e.position)))
+                .filter(|e| e.commit_id == change.commit_id || !taken);
             let id = match same {
                 Some(e) => {
                     sqlx::query!(

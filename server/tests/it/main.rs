@@ -3,8 +3,10 @@
 
 mod api;
 mod failures;
+mod faults;
 mod hostile;
 mod lease;
+mod out_of_order;
 mod spine;
 mod support;
 mod verdicts;

@@ -71,6 +71,34 @@ pub fn kymo_bin() -> &'static str {
     env!("CARGO_BIN_EXE_kymo")
 }
 
+/// Spawns `kymo serve` on `dir/kymo.db` and reads the URL it prints.
+fn spawn_server(
+    dir: &Path,
+    extra: &[&str],
+    configure: impl FnOnce(&mut Command),
+) -> (Child, String) {
+    let mut command = Command::new(kymo_bin());
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(dir.join("kymo.db"))
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    configure(&mut command);
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
 /// A running `kymo serve`, killed on drop.
 pub struct KymoServer {
     pub url: String,
@@ -80,27 +108,27 @@ pub struct KymoServer {
 
 impl KymoServer {
     pub fn start(extra: &[&str]) -> Self {
+        Self::start_with(extra, |_| {})
+    }
+
+    /// Starts `kymo serve` in a new temp dir, letting `configure` adjust the command first.
+    pub fn start_with(extra: &[&str], configure: impl FnOnce(&mut Command)) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("kymo.db");
-        let mut child = Command::new(kymo_bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-            .arg(&db)
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_owned();
+        let (child, url) = spawn_server(dir.path(), extra, configure);
         Self { url, dir, child }
+    }
+
+    /// Kills the server with SIGKILL, as a crash or the OOM killer would.
+    pub fn sigkill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same database and data directory.
+    pub fn restart(&mut self, extra: &[&str], configure: impl FnOnce(&mut Command)) {
+        self.sigkill();
+        let (child, url) = spawn_server(self.dir.path(), extra, configure);
+        (self.child, self.url) = (child, url);
     }
 
     pub fn db_path(&self) -> PathBuf {
