@@ -47,6 +47,22 @@ pub enum DbError {
     Invalid(String),
 }
 
+impl DbError {
+    /// Whether SQLite could not write its files: the disk is full (`SQLITE_FULL`) or refused
+    /// the write (`SQLITE_IOERR` and its extended codes, which a file size limit also gives).
+    /// The transaction was rolled back, so nothing partial was stored; the caller may retry
+    /// once there is room.
+    pub fn is_storage_failure(&self) -> bool {
+        const SQLITE_IOERR: i64 = 10;
+        const SQLITE_FULL: i64 = 13;
+        let DbError::Sqlx(sqlx::Error::Database(err)) = self else {
+            return false;
+        };
+        let code = err.code().and_then(|c| c.parse::<i64>().ok()).unwrap_or(0);
+        matches!(code & 0xff, SQLITE_IOERR | SQLITE_FULL)
+    }
+}
+
 /// The database: one writer, several readers.
 #[derive(Clone, Debug)]
 pub struct Db {

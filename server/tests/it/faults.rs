@@ -51,7 +51,7 @@ fn send_partly(url: &str, path: &str, body: &str, sent: usize) -> TcpStream {
 }
 
 /// The database's row counts and integrity, read with a connection of our own.
-fn inspect(db: &Path) -> (RowCounts, String) {
+pub fn inspect(db: &Path) -> (RowCounts, String) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let db = Db::open(db).await.unwrap();
@@ -124,7 +124,7 @@ impl Lcg {
     }
 }
 
-fn start_worker(server: &KymoServer, token: &str, cache: &Path) -> Child {
+pub fn start_worker(server: &KymoServer, token: &str, cache: &Path) -> Child {
     Command::new(kymo_bin())
         .args(["worker", "--server", &server.url, "--token", token])
         .arg("--cache-dir")
@@ -135,7 +135,7 @@ fn start_worker(server: &KymoServer, token: &str, cache: &Path) -> Child {
         .unwrap()
 }
 
-fn worker_token(server: &KymoServer) -> String {
+pub fn worker_token(server: &KymoServer) -> String {
     let db = server.db_path();
     let out = assert_ok(&server.kymo(&[
         "token",

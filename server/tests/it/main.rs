@@ -2,8 +2,10 @@
 //! git repositories made with git2, and HTTP over loopback.
 
 mod api;
+mod disk_full;
 mod failures;
 mod faults;
+mod git_faults;
 mod hostile;
 mod lease;
 mod out_of_order;
