@@ -106,13 +106,12 @@ pub async fn compare_commits(
             continue;
         };
         let direction = Direction::parse(&h.direction).unwrap_or(Direction::Lower);
-        let history = state.db.analysis_points(h.series_id).await?;
-        let earlier = history
-            .iter()
-            .take_while(|p| head.position.is_none_or(|hp| p.position < hp))
-            .count();
+        // The last NOISE_HISTORY points before the head (all of history when the head is not
+        // on the tracked branch), read with a limit rather than the whole series.
+        let history = (state.db)
+            .analysis_points_before(h.series_id, head.position, NOISE_HISTORY as i64)
+            .await?;
         let before: Vec<CommitObservation> = history
-            [earlier.saturating_sub(NOISE_HISTORY)..earlier]
             .iter()
             .map(|p| CommitObservation {
                 position: p.position as usize,

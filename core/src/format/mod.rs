@@ -39,7 +39,7 @@ pub mod libtest;
 mod properties;
 pub mod pytest_benchmark;
 
-pub use criterion::parse_criterion_dir;
+pub use criterion::{parse_criterion_dir, parse_criterion_files};
 pub use kymo::FormatError;
 
 use crate::results::SuiteResults;
