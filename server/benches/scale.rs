@@ -3,6 +3,9 @@
 //! `cargo bench -p kymo-server --bench scale`. Prints medians; the machine is shared, so quote
 //! them with the load at the time (see RELIABILITY.md).
 
+#[path = "support/synthetic.rs"]
+mod synthetic;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,12 +14,13 @@ use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
 use kymo_core::clock::ManualClock;
-use kymo_core::db::{CommitRecord, Db, LeaseSettings, RunRecord};
-use kymo_core::model::{CommitSha, Direction, Environment, MachineSpecs};
+use kymo_core::db::LeaseSettings;
+use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use kymo_server::chart::{TrendChart, TrendPoint, render_trend_svg};
 use kymo_server::{AppState, app};
+use synthetic::{Synthetic, sha};
 use tower::ServiceExt;
 
 const TREND_POINTS: usize = 10_000;
@@ -26,10 +30,6 @@ const COMPARE_HISTORY: usize = 100;
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
-}
-
-fn sha(i: usize) -> CommitSha {
-    CommitSha::parse(&format!("{:040x}", i + 1)).unwrap()
 }
 
 fn trend_svg() {
@@ -97,47 +97,12 @@ fn suites(commit: usize) -> Vec<SuiteUpload> {
 
 async fn compare_page() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(&dir.path().join("bench.db")).await.unwrap();
-    let repo = db
-        .create_repository("bench", "/nowhere", "main", 0)
-        .await
-        .unwrap();
-    let specs = MachineSpecs {
-        cpu_model: "bench".into(),
-        logical_cores: 2,
-        physical_cores: 1,
-        memory_gib: 8,
-        arch: "x86_64".into(),
-        virtualization: "none".into(),
-    };
-    let (machine, _) = db.upsert_machine(&specs, "bench", 0).await.unwrap();
-    let history: Vec<CommitRecord> = (0..=COMPARE_HISTORY)
-        .map(|i| CommitRecord {
-            sha: sha(i),
-            parents: if i == 0 { vec![] } else { vec![sha(i - 1)] },
-            author: "bench".into(),
-            time: i as i64,
-            message: format!("commit {i}"),
-        })
-        .collect();
-    db.record_history(repo.id, &history).await.unwrap();
-    let environment = Environment::default();
+    let data = Synthetic::create(&dir.path().join("bench.db"), "bench", COMPARE_HISTORY + 1).await;
     for commit in 0..=COMPARE_HISTORY {
-        let commit_id = db.commit_id(repo.id, &sha(commit)).await.unwrap().unwrap();
-        let suites = suites(commit);
-        let record = RunRecord {
-            repository_id: repo.id,
-            commit_id,
-            machine_id: machine,
-            job: None,
-            environment: &environment,
-            log: "",
-            suites: &suites,
-        };
-        db.store_run(record, 0).await.unwrap();
+        data.store(commit, &suites(commit)).await;
     }
     let state = AppState {
-        db,
+        db: data.db,
         clock: Arc::new(ManualClock::at(0)),
         leases: LeaseSettings::default(),
         data_dir: Arc::new(dir.path().to_owned()),

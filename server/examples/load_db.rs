@@ -7,25 +7,24 @@
 //! `cargo run --release -p kymo-server --example load_db -- PATH [COMMITS] [BENCHMARKS]`
 //! (used by `scripts/load.sh`). Prints the ingest rate and what it made.
 
+#[path = "../benches/support/synthetic.rs"]
+mod synthetic;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use kymo_core::clock::ManualClock;
-use kymo_core::db::{CommitRecord, Db, LeaseSettings, RunRecord};
-use kymo_core::model::{CommitSha, Direction, Environment, MachineSpecs};
+use kymo_core::db::LeaseSettings;
+use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use kymo_server::AppState;
+use synthetic::{Synthetic, sha};
 
 const METRICS: usize = 5;
 const SAMPLES: usize = 5;
-
-/// The sha of commit `i`: deterministic, so that scripts can name commits.
-fn sha(i: usize) -> CommitSha {
-    CommitSha::parse(&format!("{:040x}", i + 1)).unwrap()
-}
 
 /// A small deterministic generator (no dependency needed for noise).
 struct Noise(u64);
@@ -96,59 +95,14 @@ async fn main() {
     let commits: usize = args.next().map_or(1_000, |a| a.parse().unwrap());
     let benchmarks: usize = args.next().map_or(200, |a| a.parse().unwrap());
     assert!(!path.exists(), "{} exists; remove it first", path.display());
-    let db = Db::open(&path).await.unwrap();
-    let repo = db
-        .create_repository("load", "/nowhere", "main", 0)
-        .await
-        .unwrap();
-    let specs = MachineSpecs {
-        cpu_model: "load generator".into(),
-        logical_cores: 2,
-        physical_cores: 1,
-        memory_gib: 8,
-        arch: "x86_64".into(),
-        virtualization: "none".into(),
-    };
-    let (machine, fingerprint) = db.upsert_machine(&specs, "load", 0).await.unwrap();
-    let history: Vec<CommitRecord> = (0..commits)
-        .map(|i| CommitRecord {
-            sha: sha(i),
-            parents: if i == 0 { vec![] } else { vec![sha(i - 1)] },
-            author: "Load Generator".into(),
-            time: 1_700_000_000 + 600 * i as i64,
-            message: format!("commit {i}: change something"),
-        })
-        .collect();
-    db.record_history(repo.id, &history).await.unwrap();
-
-    let environment = Environment {
-        kernel: "6.1.0".into(),
-        toolchain: "rustc 1.95.0".into(),
-        governor: "performance".into(),
-        hostname: "load".into(),
-    };
+    let data = Synthetic::create(&path, "load", commits).await;
     let mut noise = Noise(42);
     let mut stored = 0;
     let mut ingest_seconds = 0.0;
     for commit in 0..commits {
         let suites = suites(commit, benchmarks, &mut noise);
-        let commit_id = db.commit_id(repo.id, &sha(commit)).await.unwrap().unwrap();
         let started = Instant::now();
-        let summary = db
-            .store_run(
-                RunRecord {
-                    repository_id: repo.id,
-                    commit_id,
-                    machine_id: machine,
-                    job: None,
-                    environment: &environment,
-                    log: "",
-                    suites: &suites,
-                },
-                600 * commit as i64,
-            )
-            .await
-            .unwrap();
+        let summary = data.store(commit, &suites).await;
         ingest_seconds += started.elapsed().as_secs_f64();
         stored += summary.measurements;
     }
@@ -159,12 +113,12 @@ async fn main() {
 
     let started = Instant::now();
     let state = AppState {
-        db: db.clone(),
+        db: data.db.clone(),
         clock: Arc::new(ManualClock::at(1_800_000_000)),
         leases: LeaseSettings::default(),
         data_dir: Arc::new(path.with_extension("data")),
     };
-    let found = kymo_server::analysis::analyse_repository(&state, repo.id)
+    let found = kymo_server::analysis::analyse_repository(&state, data.repository_id)
         .await
         .unwrap();
     println!(
@@ -174,8 +128,9 @@ async fn main() {
         found.len()
     );
     println!(
-        "machine {fingerprint}; head {}; a stepped benchmark: group_0/bench_0",
+        "machine {}; head {}; a stepped benchmark: group_0/bench_0",
+        data.fingerprint,
         sha(commits - 1)
     );
-    db.close().await;
+    data.db.close().await;
 }

@@ -93,26 +93,7 @@ const SAME_CHANGE_MARGIN: i64 = 3;
 impl Db {
     /// Every point of a series on the tracked branch, oldest first (the latest run per commit).
     pub async fn analysis_points(&self, series_id: i64) -> Result<Vec<AnalysisPoint>, DbError> {
-        let rows = sqlx::query!(
-            r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value, x.samples
-               FROM measurements x JOIN commits c ON c.id = x.commit_id
-               WHERE x.series_id = ? AND c.position IS NOT NULL
-                 AND x.id = (SELECT max(y.id) FROM measurements y
-                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY c.position"#,
-            series_id
-        )
-        .fetch_all(&self.reader)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| AnalysisPoint {
-                commit_id: r.commit_id,
-                position: r.position,
-                value: r.value,
-                samples: serde_json::from_str(&r.samples).unwrap_or_default(),
-            })
-            .collect())
+        self.analysis_points_before(series_id, None, i64::MAX).await
     }
 
     /// The last `limit` points of a series before history position `before` (all positions

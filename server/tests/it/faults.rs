@@ -6,14 +6,16 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use kymo_core::db::{Db, RowCounts};
 use serde_json::{Value, json};
 
 use crate::api::specs;
-use crate::support::{KymoServer, TestRepo, assert_ok, bench_script, kymo_bin, kymo_toml};
+use crate::support::{
+    KymoServer, TestRepo, assert_ok, bench_script, kymo_toml, start_worker, worker_token,
+};
 
 /// Benchmarks × metrics of the large upload: big enough that ingest takes a noticeable time.
 const BENCHMARKS: usize = 8_000;
@@ -122,30 +124,6 @@ impl Lcg {
             .wrapping_add(1_442_695_040_888_963_407);
         (self.0 >> 33) % n
     }
-}
-
-pub fn start_worker(server: &KymoServer, token: &str, cache: &Path) -> Child {
-    Command::new(kymo_bin())
-        .args(["worker", "--server", &server.url, "--token", token])
-        .arg("--cache-dir")
-        .arg(cache)
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-pub fn worker_token(server: &KymoServer) -> String {
-    let db = server.db_path();
-    let out = assert_ok(&server.kymo(&[
-        "token",
-        "create",
-        "--worker",
-        "w",
-        "--db",
-        db.to_str().unwrap(),
-    ]));
-    out.trim().to_owned()
 }
 
 #[test]

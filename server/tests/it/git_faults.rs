@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use crate::faults::{start_worker, worker_token};
-use crate::support::{KymoServer, TestRepo, assert_ok, bench_script, kymo_toml};
+use crate::support::{
+    KymoServer, TestRepo, assert_ok, bench_script, kymo_toml, start_worker, worker_token,
+};
 
 fn suite_files(value: f64) -> [(&'static str, String); 2] {
     [

@@ -197,3 +197,29 @@ pub fn assert_ok(output: &Output) -> String {
     );
     stdout
 }
+
+/// Starts `kymo worker` against `server` with its own cache directory.
+pub fn start_worker(server: &KymoServer, token: &str, cache: &Path) -> Child {
+    Command::new(kymo_bin())
+        .args(["worker", "--server", &server.url, "--token", token])
+        .arg("--cache-dir")
+        .arg(cache)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Creates a worker token in the server's database, as an operator would.
+pub fn worker_token(server: &KymoServer) -> String {
+    let db = server.db_path();
+    let out = assert_ok(&server.kymo(&[
+        "token",
+        "create",
+        "--worker",
+        "w",
+        "--db",
+        db.to_str().unwrap(),
+    ]));
+    out.trim().to_owned()
+}
