@@ -71,11 +71,15 @@ fn a_vanished_remote_and_a_force_pushed_commit_fail_their_jobs_clearly() {
     };
     let vanished = error_of(&gone_sha);
     assert!(
-        vanished.contains("cannot clone") && vanished.contains(gone_path.to_str().unwrap()),
+        vanished.contains("cannot clone")
+            && vanished.contains(&format!("{} does not exist", gone_path.display())),
         "{vanished}"
     );
     let rewritten_error = error_of(&doomed);
-    assert!(rewritten_error.contains(&doomed), "{rewritten_error}");
+    assert!(
+        rewritten_error.contains(&doomed) && rewritten_error.contains("force-pushed away"),
+        "{rewritten_error}"
+    );
 
     // The service goes on: the vanished repository is refused clearly, the other one runs.
     assert_eq!(server.get("/healthz"), (200, "ok".into()));
