@@ -106,18 +106,14 @@ pub async fn compare_commits(
             continue;
         };
         let direction = Direction::parse(&h.direction).unwrap_or(Direction::Lower);
-        // The last NOISE_HISTORY points before the head (all of history when the head is not
-        // on the tracked branch), read with a limit rather than the whole series.
+        // The last NOISE_HISTORY values before the head (all of history when the head is not
+        // on the tracked branch). The verdict uses the noise between commits, which comes
+        // from the values alone, so the samples of history are not read.
         let history = (state.db)
-            .analysis_points_before(h.series_id, head.position, NOISE_HISTORY as i64)
+            .series_values_before(h.series_id, head.position, NOISE_HISTORY as i64)
             .await?;
-        let before: Vec<CommitObservation> = history
-            .iter()
-            .map(|p| CommitObservation {
-                position: p.position as usize,
-                value: p.value,
-                samples: p.samples.clone(),
-            })
+        let before: Vec<CommitObservation> = (history.iter())
+            .map(|&(position, value)| CommitObservation::new(position as usize, value))
             .collect();
         let noise = noise_model(&before);
         let verdict = compare(

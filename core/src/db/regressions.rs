@@ -132,6 +132,37 @@ impl Db {
             .collect())
     }
 
+    /// The values (with their history positions) of the last `limit` points of a series before
+    /// position `before` (all positions when `None`), oldest first. What a per-commit verdict's
+    /// noise model uses; the samples, which it does not use, are neither read nor parsed.
+    pub async fn series_values_before(
+        &self,
+        series_id: i64,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<(i64, f64)>, DbError> {
+        let rows = sqlx::query!(
+            r#"SELECT c.position AS "position!", x.value
+               FROM measurements x JOIN commits c ON c.id = x.commit_id
+               WHERE x.series_id = ? AND c.position IS NOT NULL
+                 AND (? IS NULL OR c.position < ?)
+                 AND x.id = (SELECT max(y.id) FROM measurements y
+                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+               ORDER BY c.position DESC LIMIT ?"#,
+            series_id,
+            before,
+            before,
+            limit
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .rev()
+            .map(|r| (r.position, r.value))
+            .collect())
+    }
+
     /// The series a run measured.
     pub async fn run_series(&self, run_id: i64) -> Result<Vec<SeriesToAnalyse>, DbError> {
         Ok(sqlx::query_as!(
