@@ -163,6 +163,40 @@ impl Db {
             .collect())
     }
 
+    /// The values of many series at history positions `from..before` (the latest run per
+    /// commit), by series then position: the recent history of every series of a commit in
+    /// one query, reached through the commits' runs.
+    pub async fn series_values_between(
+        &self,
+        repository_id: i64,
+        series_ids: &[i64],
+        from: i64,
+        before: i64,
+    ) -> Result<Vec<(i64, i64, f64)>, DbError> {
+        let ids = serde_json::to_string(series_ids).expect("integers serialize");
+        let rows = sqlx::query!(
+            r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value
+               FROM commits c
+               JOIN runs r ON r.commit_id = c.id
+               JOIN measurements x ON x.run_id = r.id
+               WHERE c.repository_id = ? AND c.position >= ? AND c.position < ?
+                 AND x.series_id IN (SELECT value FROM json_each(?))
+                 AND x.id = (SELECT max(y.id) FROM measurements y
+                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+               ORDER BY x.series_id, c.position"#,
+            repository_id,
+            from,
+            before,
+            ids
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.series_id, r.position, r.value))
+            .collect())
+    }
+
     /// The series a run measured.
     pub async fn run_series(&self, run_id: i64) -> Result<Vec<SeriesToAnalyse>, DbError> {
         Ok(sqlx::query_as!(
