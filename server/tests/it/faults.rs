@@ -1,7 +1,7 @@
-//! Faults, with the real binary: the server killed (SIGKILL) in the middle of a large upload,
-//! workers killed at random points of fifty jobs, a remote that disappears, a commit
-//! force-pushed away, and a disk that fills up. After each, nothing partial is visible, the
-//! database passes `PRAGMA integrity_check`, and the service goes on.
+//! Crashes, with the real binary: the server killed (SIGKILL) in the middle of a large upload,
+//! and workers killed at random points of fifty jobs. After each, nothing partial is visible,
+//! the database passes `PRAGMA integrity_check`, and the service goes on. The other faults
+//! (a vanished remote, a force-push, a full disk) are in `git_faults` and `disk_full`.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
