@@ -5,14 +5,13 @@
 
 #[path = "support/synthetic.rs"]
 mod synthetic;
+#[path = "support/timing.rs"]
+mod timing;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::Body;
-use axum::http::Request;
-use http_body_util::BodyExt;
 use kymo_core::clock::ManualClock;
 use kymo_core::db::LeaseSettings;
 use kymo_core::model::Direction;
@@ -21,16 +20,11 @@ use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use kymo_server::chart::{TrendChart, TrendPoint, render_trend_svg};
 use kymo_server::{AppState, app};
 use synthetic::{Synthetic, sha};
-use tower::ServiceExt;
+use timing::{median, time_page};
 
 const TREND_POINTS: usize = 10_000;
 const COMPARE_BENCHMARKS: usize = 1_000;
 const COMPARE_HISTORY: usize = 100;
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
 
 fn trend_svg() {
     let points: Vec<TrendPoint> = (0..TREND_POINTS)
@@ -113,25 +107,10 @@ async fn compare_page() {
         sha(COMPARE_HISTORY - 1),
         sha(COMPARE_HISTORY)
     );
-    let mut times = Vec::new();
-    let mut size = 0;
-    for _ in 0..10 {
-        let started = Instant::now();
-        let request = Request::get(path.as_str()).body(Body::empty()).unwrap();
-        let response = router.clone().oneshot(request).await.unwrap();
-        assert!(response.status().is_success(), "{}", response.status());
-        size = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .len();
-        times.push(started.elapsed().as_secs_f64() * 1e3);
-    }
+    let (median_ms, size) = time_page(&router, &path, 10).await;
     println!(
         "compare page of {COMPARE_BENCHMARKS} benchmarks ({COMPARE_HISTORY} commits of history): median {:.2} ms over {} renders ({} KiB)",
-        median(times),
+        median_ms,
         10,
         size / 1024
     );

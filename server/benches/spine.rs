@@ -4,14 +4,13 @@
 
 #[path = "support/synthetic.rs"]
 mod synthetic;
+#[path = "support/timing.rs"]
+mod timing;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::Body;
-use axum::http::Request;
-use http_body_util::BodyExt;
 use kymo_core::clock::ManualClock;
 use kymo_core::db::LeaseSettings;
 use kymo_core::model::Direction;
@@ -19,7 +18,7 @@ use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use kymo_server::{AppState, app};
 use synthetic::Synthetic;
-use tower::ServiceExt;
+use timing::{median, time_page};
 
 const BENCHMARKS: usize = 200;
 const METRICS: usize = 5;
@@ -50,11 +49,6 @@ fn suite(commit: usize, benchmarks: usize) -> Vec<SuiteUpload> {
         suite: "bench".into(),
         results: SuiteResults { benchmarks },
     }]
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 #[tokio::main]
@@ -93,33 +87,11 @@ async fn main() {
         data_dir: Arc::new(dir.path().to_owned()),
     };
     let router = app(state);
-    let mut times = Vec::new();
-    let mut size = 0;
-    for _ in 0..50 {
-        let started = Instant::now();
-        let response = router
-            .clone()
-            .oneshot(
-                Request::get("/repos/bench/benchmarks/page/one")
-                    .body(Body::empty())
-                    .unwrap(),
-            )
-            .await
-            .unwrap();
-        assert!(response.status().is_success());
-        size = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .len();
-        times.push(started.elapsed().as_secs_f64() * 1e3);
-    }
+    let (median_ms, size) = time_page(&router, "/repos/bench/benchmarks/page/one", 50).await;
     println!(
         "benchmark page, series of {COMMITS} commits: median {:.2} ms over {} renders ({} KiB)",
-        median(times.clone()),
-        times.len(),
+        median_ms,
+        50,
         size / 1024
     );
 }

@@ -1,0 +1,40 @@
+//! Timing a page through the router, for the benches (included with `#[path]`).
+
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+/// The median of `values`.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Renders `path` `renders` times; returns the median time in ms and the page's size in bytes.
+pub async fn time_page(router: &Router, path: &str, renders: usize) -> (f64, usize) {
+    let mut times = Vec::with_capacity(renders);
+    let mut size = 0;
+    for _ in 0..renders {
+        let started = Instant::now();
+        let request = Request::get(path).body(Body::empty()).unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        assert!(
+            response.status().is_success(),
+            "{path}: {}",
+            response.status()
+        );
+        size = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .len();
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    (median(times), size)
+}
