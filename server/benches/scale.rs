@@ -9,18 +9,14 @@ mod synthetic;
 mod timing;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
-use kymo_core::clock::ManualClock;
-use kymo_core::db::LeaseSettings;
 use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use kymo_server::chart::{TrendChart, TrendPoint, render_trend_svg};
-use kymo_server::{AppState, app};
 use synthetic::{Synthetic, sha};
-use timing::{median, time_page};
+use timing::{median, router, time_page};
 
 const TREND_POINTS: usize = 10_000;
 const COMPARE_BENCHMARKS: usize = 1_000;
@@ -95,13 +91,7 @@ async fn compare_page() {
     for commit in 0..=COMPARE_HISTORY {
         data.store(commit, &suites(commit)).await;
     }
-    let state = AppState {
-        db: data.db,
-        clock: Arc::new(ManualClock::at(0)),
-        leases: LeaseSettings::default(),
-        data_dir: Arc::new(dir.path().to_owned()),
-    };
-    let router = app(state);
+    let router = router(data.db, dir.path());
     let path = format!(
         "/repos/bench/compare/{}...{}",
         sha(COMPARE_HISTORY - 1),

@@ -8,17 +8,13 @@ mod synthetic;
 mod timing;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
-use kymo_core::clock::ManualClock;
-use kymo_core::db::LeaseSettings;
 use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
-use kymo_server::{AppState, app};
 use synthetic::Synthetic;
-use timing::{median, time_page};
+use timing::{median, router, time_page};
 
 const BENCHMARKS: usize = 200;
 const METRICS: usize = 5;
@@ -80,13 +76,7 @@ async fn main() {
         suites[0].results.benchmarks[0].metrics.truncate(1);
         data.store(commit, &suites).await;
     }
-    let state = AppState {
-        db: data.db,
-        clock: Arc::new(ManualClock::at(0)),
-        leases: LeaseSettings::default(),
-        data_dir: Arc::new(dir.path().to_owned()),
-    };
-    let router = app(state);
+    let router = router(data.db, dir.path());
     let (median_ms, size) = time_page(&router, "/repos/bench/benchmarks/page/one", 50).await;
     println!(
         "benchmark page, series of {COMMITS} commits: median {:.2} ms over {} renders ({} KiB)",

@@ -1,12 +1,27 @@
 //! Timing a page through the router, for the benches (included with `#[path]`).
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
+use kymo_core::clock::ManualClock;
+use kymo_core::db::{Db, LeaseSettings};
+use kymo_server::{AppState, app};
 use tower::ServiceExt;
+
+/// The application over `db`, with a fixed clock and `dir` for data.
+pub fn router(db: Db, dir: &Path) -> Router {
+    app(AppState {
+        db,
+        clock: Arc::new(ManualClock::at(0)),
+        leases: LeaseSettings::default(),
+        data_dir: Arc::new(dir.to_owned()),
+    })
+}
 
 /// The median of `values`.
 pub fn median(mut values: Vec<f64>) -> f64 {
