@@ -3,6 +3,7 @@
 //! that a read-then-write transaction never fails to upgrade its lock.
 
 mod census;
+mod history;
 mod ingest;
 mod jobs;
 mod machines;
