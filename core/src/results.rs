@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Direction;
+use crate::model::{Direction, Environment};
 
 /// The results of one suite run (one kymo JSON document, or one file of another format).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -57,12 +57,50 @@ pub const MAX_MEASUREMENTS_PER_RUN: usize = 1_000_000;
 pub const MAX_SAMPLES_PER_METRIC: usize = 100_000;
 pub const MAX_HDR_BASE64_BYTES: usize = 1_400_000;
 
+/// Units that measure elapsed time. A negative value in one is a broken measurement (a clock
+/// read backwards, a subtraction the wrong way round), never a result to store.
+pub fn is_duration_unit(unit: &str) -> bool {
+    matches!(
+        unit,
+        "ps" | "ns" | "us" | "\u{b5}s" | "\u{3bc}s" | "ms" | "s" | "min" | "h"
+    )
+}
+
+/// Why a metric in `unit` cannot hold these numbers, when it holds a negative duration.
+pub fn negative_duration(unit: &str, value: f64, samples: &[f64]) -> Option<String> {
+    let negative = value < 0.0 || samples.iter().any(|s| *s < 0.0);
+    (negative && is_duration_unit(unit))
+        .then(|| format!("a duration in {unit:?} cannot be negative"))
+}
+
 fn check_name(what: &str, name: &str, max: usize) -> Result<(), String> {
     if name.is_empty() || name.len() > max || name.chars().any(char::is_control) {
         return Err(format!(
             "{what} {:?} must be 1-{max} bytes without control characters",
             name.chars().take(80).collect::<String>()
         ));
+    }
+    Ok(())
+}
+
+/// Longest fact of a run's environment (kernel, toolchain, governor, hostname).
+pub const MAX_ENVIRONMENT_FIELD_BYTES: usize = 256;
+
+/// Checks the environment a run records: short facts without control characters, so that an
+/// upload cannot store megabytes of text beside its results.
+pub fn validate_environment(env: &Environment) -> Result<(), String> {
+    let facts = [
+        ("kernel", &env.kernel),
+        ("toolchain", &env.toolchain),
+        ("governor", &env.governor),
+        ("hostname", &env.hostname),
+    ];
+    for (what, text) in facts {
+        if text.len() > MAX_ENVIRONMENT_FIELD_BYTES || text.chars().any(char::is_control) {
+            return Err(format!(
+                "environment {what} must be at most {MAX_ENVIRONMENT_FIELD_BYTES} bytes without control characters"
+            ));
+        }
     }
     Ok(())
 }
@@ -97,6 +135,10 @@ pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), St
                 }
                 if !metric.value.is_finite() {
                     return Err(format!("{place}: value must be a finite number"));
+                }
+                if let Some(reason) = negative_duration(&metric.unit, metric.value, &metric.samples)
+                {
+                    return Err(format!("{place}: {reason}"));
                 }
                 if metric.samples.len() > MAX_SAMPLES_PER_METRIC {
                     return Err(format!(
@@ -187,6 +229,32 @@ mod tests {
         let mut bad_name = upload(1.0);
         bad_name[0].results.benchmarks[0].name = "a\u{0}b".into();
         assert!(validate_suites(&bad_name).is_err());
+    }
+
+    #[test]
+    fn environment_facts_are_short_single_lines() {
+        let mut env = Environment::default();
+        assert!(validate_environment(&env).is_ok());
+        env.kernel = "k".repeat(MAX_ENVIRONMENT_FIELD_BYTES + 1);
+        assert!(validate_environment(&env).unwrap_err().contains("kernel"));
+        env.kernel = "6.1".into();
+        env.hostname = "a\nb".into();
+        assert!(validate_environment(&env).unwrap_err().contains("hostname"));
+    }
+
+    #[test]
+    fn negative_durations_are_refused_but_other_negative_metrics_are_not() {
+        let err = validate_suites(&upload(-1.0)).unwrap_err();
+        assert!(err.contains("cannot be negative"), "{err}");
+        let mut sample = upload(1.0);
+        sample[0].results.benchmarks[0].metrics[0].samples = vec![1.0, -0.5];
+        assert!(validate_suites(&sample).is_err());
+        let mut delta = upload(-1.0);
+        delta[0].results.benchmarks[0].metrics[0].unit = "%".into();
+        assert!(
+            validate_suites(&delta).is_ok(),
+            "a change in % may be negative"
+        );
     }
 
     #[test]

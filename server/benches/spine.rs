@@ -2,29 +2,24 @@
 //! page whose series has 1,000 commits. Run with `cargo bench -p kymo-server --bench spine`.
 //! Prints medians over repetitions; the machine is shared, so compare ratios within one run.
 
+#[path = "support/synthetic.rs"]
+mod synthetic;
+#[path = "support/timing.rs"]
+mod timing;
+
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::Body;
-use axum::http::Request;
-use http_body_util::BodyExt;
-use kymo_core::clock::ManualClock;
-use kymo_core::db::{CommitRecord, Db, LeaseSettings, RunRecord};
-use kymo_core::model::{CommitSha, Direction, Environment, MachineSpecs};
+use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
-use kymo_server::{AppState, app};
-use tower::ServiceExt;
+use synthetic::Synthetic;
+use timing::{median, router, time_page};
 
 const BENCHMARKS: usize = 200;
 const METRICS: usize = 5;
 const COMMITS: usize = 1_000;
 const INGEST_BATCHES: usize = 100;
-
-fn sha(i: usize) -> CommitSha {
-    CommitSha::parse(&format!("{i:040x}")).unwrap()
-}
 
 fn suite(commit: usize, benchmarks: usize) -> Vec<SuiteUpload> {
     let benchmarks = (0..benchmarks)
@@ -52,61 +47,17 @@ fn suite(commit: usize, benchmarks: usize) -> Vec<SuiteUpload> {
     }]
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[tokio::main]
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(&dir.path().join("bench.db")).await.unwrap();
-    let repo = db
-        .create_repository("bench", "/nowhere", "main", Default::default(), 0)
-        .await
-        .unwrap();
-    let specs = MachineSpecs {
-        cpu_model: "bench".into(),
-        logical_cores: 2,
-        physical_cores: 1,
-        memory_gib: 24,
-        arch: "x86_64".into(),
-        virtualization: "none".into(),
-    };
-    let (machine, _) = db.upsert_machine(&specs, "bench", None, 0).await.unwrap();
-    let history: Vec<CommitRecord> = (0..COMMITS)
-        .map(|i| CommitRecord {
-            sha: sha(i),
-            parents: if i == 0 { vec![] } else { vec![sha(i - 1)] },
-            author: "bench".into(),
-            time: i as i64,
-            message: format!("commit {i}"),
-        })
-        .collect();
-    db.record_history(repo.id, &history).await.unwrap();
-    let environment = Environment::default();
+    let data = Synthetic::create(&dir.path().join("bench.db"), "bench", COMMITS).await;
 
     // Ingest: 100 batches (runs) of 200 benchmarks × 5 metrics = 100,000 measurements.
     let mut rates = Vec::new();
     for commit in 0..INGEST_BATCHES {
         let suites = suite(commit, BENCHMARKS);
-        let commit_id = db.commit_id(repo.id, &sha(commit)).await.unwrap().unwrap();
         let started = Instant::now();
-        let summary = db
-            .store_run(
-                RunRecord {
-                    repository_id: repo.id,
-                    commit_id,
-                    machine_id: machine,
-                    job: None,
-                    environment: &environment,
-                    log: "",
-                    suites: &suites,
-                },
-                0,
-            )
-            .await
-            .unwrap();
+        let summary = data.store(commit, &suites).await;
         rates.push(summary.measurements as f64 / started.elapsed().as_secs_f64());
     }
     println!(
@@ -120,60 +71,17 @@ async fn main() {
 
     // One benchmark with 1,000 commits of results (one metric), for the page render.
     for commit in 0..COMMITS {
-        let commit_id = db.commit_id(repo.id, &sha(commit)).await.unwrap().unwrap();
         let mut suites = suite(commit, 1);
         suites[0].results.benchmarks[0].name = "page/one".into();
         suites[0].results.benchmarks[0].metrics.truncate(1);
-        db.store_run(
-            RunRecord {
-                repository_id: repo.id,
-                commit_id,
-                machine_id: machine,
-                job: None,
-                environment: &environment,
-                log: "",
-                suites: &suites,
-            },
-            0,
-        )
-        .await
-        .unwrap();
+        data.store(commit, &suites).await;
     }
-    let state = AppState::new(
-        db,
-        Arc::new(ManualClock::at(0)),
-        LeaseSettings::default(),
-        dir.path().to_owned(),
-        "http://127.0.0.1:8080".into(),
-    );
-    let router = app(state);
-    let mut times = Vec::new();
-    let mut size = 0;
-    for _ in 0..50 {
-        let started = Instant::now();
-        let response = router
-            .clone()
-            .oneshot(
-                Request::get("/repos/bench/benchmarks/page/one")
-                    .body(Body::empty())
-                    .unwrap(),
-            )
-            .await
-            .unwrap();
-        assert!(response.status().is_success());
-        size = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .len();
-        times.push(started.elapsed().as_secs_f64() * 1e3);
-    }
+    let router = router(data.db, dir.path());
+    let (median_ms, size) = time_page(&router, "/repos/bench/benchmarks/page/one", 50).await;
     println!(
         "benchmark page, series of {COMMITS} commits: median {:.2} ms over {} renders ({} KiB)",
-        median(times.clone()),
-        times.len(),
+        median_ms,
+        50,
         size / 1024
     );
 }

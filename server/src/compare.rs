@@ -100,6 +100,9 @@ pub async fn compare_commits(
     let head_rows = state.db.commit_measurements(head.id, None).await?;
     let by_series: HashMap<i64, &CommitMeasurementRow> =
         base_rows.iter().map(|r| (r.series_id, r)).collect();
+    let recent = recent_history(state, repo.id, head.position, &head_rows).await?;
+    // Positions count from 0: a window reaching below it holds all of the head's history.
+    let whole_history = head.position.is_some_and(|p| p <= NOISE_HISTORY as i64);
     let sensitivity = Sensitivity::default();
     let mut rows = Vec::new();
     for h in &head_rows {
@@ -107,19 +110,21 @@ pub async fn compare_commits(
             continue;
         };
         let direction = Direction::parse(&h.direction).unwrap_or(Direction::Lower);
-        let history = state.db.analysis_points(h.series_id).await?;
-        let earlier = history
-            .iter()
-            .take_while(|p| head.position.is_none_or(|hp| p.position < hp))
-            .count();
-        let before: Vec<CommitObservation> = history
-            [earlier.saturating_sub(NOISE_HISTORY)..earlier]
-            .iter()
-            .map(|p| CommitObservation {
-                position: p.position as usize,
-                value: p.value,
-                samples: p.samples.clone(),
-            })
+        // The last NOISE_HISTORY values before the head (all of history when the head is not
+        // on the tracked branch). The verdict uses the noise between commits, which comes
+        // from the values alone, so the samples of history are not read.
+        let history = match recent.get(&h.series_id) {
+            Some(values) if values.len() == NOISE_HISTORY || whole_history => values.clone(),
+            None if whole_history => Vec::new(),
+            // A gap in the window (or no window): read this series' history on its own.
+            _ => {
+                (state.db)
+                    .series_values_before(h.series_id, head.position, NOISE_HISTORY as i64)
+                    .await?
+            }
+        };
+        let before: Vec<CommitObservation> = (history.iter())
+            .map(|&(position, value)| CommitObservation::new(position as usize, value))
             .collect();
         let noise = noise_model(&before);
         let verdict = compare(
@@ -139,6 +144,30 @@ pub async fn compare_commits(
         });
     }
     Ok(summarise(repo, base.sha, head.sha, label, rows))
+}
+
+/// The values of the NOISE_HISTORY positions before `head` for every series of `rows`, in
+/// one query. A series measured at each of those commits has exactly its last NOISE_HISTORY
+/// points here; one with gaps has fewer and is read again on its own by the caller.
+async fn recent_history(
+    state: &AppState,
+    repository_id: i64,
+    head: Option<i64>,
+    rows: &[CommitMeasurementRow],
+) -> AppResult<HashMap<i64, Vec<(i64, f64)>>> {
+    let mut by_series: HashMap<i64, Vec<(i64, f64)>> = HashMap::new();
+    let Some(head) = head else {
+        return Ok(by_series);
+    };
+    let ids: Vec<i64> = rows.iter().map(|r| r.series_id).collect();
+    let from = head - NOISE_HISTORY as i64;
+    let values = (state.db)
+        .series_values_between(repository_id, &ids, from, head)
+        .await?;
+    for (series, position, value) in values {
+        by_series.entry(series).or_default().push((position, value));
+    }
+    Ok(by_series)
 }
 
 fn samples_or_value(row: &CommitMeasurementRow) -> Vec<f64> {

@@ -18,6 +18,9 @@ pub enum AppError {
     Conflict(String),
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The database could not be written (disk full or failing); nothing was stored.
+    #[error("{0}")]
+    InsufficientStorage(String),
     #[error("a valid token is required: send `Authorization: Bearer <token>`")]
     Unauthorized,
     /// The caller is known but may not do this.
@@ -42,6 +45,7 @@ impl AppError {
             AppError::Unauthorized | AppError::WebhookUnauthorized(_) => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            AppError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -53,6 +57,12 @@ impl From<DbError> for AppError {
             DbError::NotFound(what) => AppError::NotFound(format!("{what} not found")),
             DbError::Conflict(msg) => AppError::Conflict(msg),
             DbError::Invalid(msg) => AppError::BadRequest(msg),
+            other if other.is_storage_failure() => {
+                tracing::warn!(error = %other, "the database could not be written");
+                AppError::InsufficientStorage(
+                    "the server could not write to its disk (it may be full); nothing was stored: retry later".into(),
+                )
+            }
             other => AppError::Internal(other.into()),
         }
     }

@@ -18,6 +18,7 @@ pub mod demo;
 pub mod error;
 pub mod export;
 pub mod git;
+pub mod limits;
 pub mod metrics;
 pub mod pages;
 pub mod push;
@@ -47,6 +48,7 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             auth::require_reader,
         ))
+        .layer(axum::middleware::from_fn(limits::refuse_long_uris))
         .layer(TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(120),

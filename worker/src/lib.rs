@@ -10,6 +10,8 @@ pub mod config;
 pub mod exec;
 pub mod fingerprint;
 pub mod mirror;
+#[cfg(test)]
+mod properties;
 pub mod suite;
 pub mod worker;
 

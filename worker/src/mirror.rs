@@ -39,6 +39,8 @@ pub enum MirrorError {
         "commit {sha} is not in the mirror of {url}: it was never pushed there, or was force-pushed away"
     )]
     MissingCommit { sha: String, url: String },
+    #[error("the repository {url} does not exist: it was moved or deleted")]
+    RemoteGone { url: String },
     #[error("{sha:?} is not a full 40-hex-digit commit sha")]
     InvalidSha { sha: String },
     #[error("{path} at commit {sha} is {size} bytes; the limit is {max}")]
@@ -348,6 +350,13 @@ fn mirror_lock(path: &Path) -> Arc<Mutex<()>> {
 }
 
 fn fetch_all(repo: &Repository, url: &str) -> Result<(), MirrorError> {
+    // libgit2 reports a local path that is gone as an "unsupported URL protocol": say what it is.
+    let local = url.strip_prefix("file://").unwrap_or(url);
+    if local.starts_with('/') && !Path::new(local).exists() {
+        return Err(MirrorError::RemoteGone {
+            url: url.to_owned(),
+        });
+    }
     let mut remote = repo
         .find_remote(REMOTE)
         .map_err(git("finding the mirror's remote"))?;

@@ -438,9 +438,10 @@ async fn queue_one(
     settings: LeaseSettings,
     now: i64,
 ) -> Result<Option<i64>, DbError> {
+    // A job not yet bound to a machine (queued before any registered) counts for every one.
     let active = sqlx::query_scalar!(
-        r#"SELECT id AS "id!" FROM jobs WHERE commit_id = ? AND machine_id IS ?
-           AND state IN ('queued', 'running')"#,
+        r#"SELECT id AS "id!" FROM jobs WHERE commit_id = ?1 AND (machine_id IS ?2 OR machine_id IS NULL)
+           AND state IN ('queued', 'running') ORDER BY machine_id IS NULL LIMIT 1"#,
         commit_id,
         machine
     )

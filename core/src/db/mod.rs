@@ -5,8 +5,10 @@
 mod access;
 mod alerts;
 mod bisections;
+mod census;
 mod commit_status;
 mod counts;
+mod history;
 mod ingest;
 mod jobs;
 mod machines;
@@ -29,6 +31,7 @@ pub use alerts::{
     MAX_URL_LEN, NextStep, OutboxItem, OutboxProgress, validate_outbound_url,
 };
 pub use bisections::{BisectionRow, BisectionUpdate, BisectionView, ProbeJobs, WideRegression};
+pub use census::RowCounts;
 pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
 };
@@ -60,6 +63,22 @@ pub enum DbError {
     Conflict(String),
     #[error("{0}")]
     Invalid(String),
+}
+
+impl DbError {
+    /// Whether SQLite could not write its files: the disk is full (`SQLITE_FULL`) or refused
+    /// the write (`SQLITE_IOERR` and its extended codes, which a file size limit also gives).
+    /// The transaction was rolled back, so nothing partial was stored; the caller may retry
+    /// once there is room.
+    pub fn is_storage_failure(&self) -> bool {
+        const SQLITE_IOERR: i64 = 10;
+        const SQLITE_FULL: i64 = 13;
+        let DbError::Sqlx(sqlx::Error::Database(err)) = self else {
+            return false;
+        };
+        let code = err.code().and_then(|c| c.parse::<i64>().ok()).unwrap_or(0);
+        matches!(code & 0xff, SQLITE_IOERR | SQLITE_FULL)
+    }
 }
 
 /// The database: one writer, several readers.

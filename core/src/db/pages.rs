@@ -207,6 +207,8 @@ impl Db {
     }
 
     /// Every result of a commit (the latest run's, per series) beside its first parent's.
+    /// Reached through the commit's runs: `measurements` has no index that leads with
+    /// `commit_id`, and a scan of every measurement took most of a compare page's time.
     pub async fn commit_measurements(
         &self,
         commit_id: i64,
@@ -218,11 +220,12 @@ impl Db {
                       m.fingerprint AS machine, x.value, x.samples,
                       (SELECT p.value FROM measurements p WHERE p.series_id = x.series_id
                        AND p.commit_id = ? ORDER BY p.id DESC LIMIT 1) AS "parent_value?: f64"
-               FROM measurements x
+               FROM runs r
+               JOIN measurements x ON x.run_id = r.id
                JOIN series s ON s.id = x.series_id
                JOIN benchmarks b ON b.id = s.benchmark_id
                JOIN machines m ON m.id = s.machine_id
-               WHERE x.commit_id = ?
+               WHERE r.commit_id = ?
                  AND x.id = (SELECT max(y.id) FROM measurements y
                              WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
                ORDER BY b.name, s.metric, m.fingerprint"#,

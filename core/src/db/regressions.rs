@@ -162,7 +162,7 @@ impl Db {
     ) -> Result<Vec<i64>, DbError> {
         let mut tx = self.begin_write().await?;
         let existing = sqlx::query!(
-            r#"SELECT r.id, r.kind, c.position, p.position AS previous_position
+            r#"SELECT r.id, r.kind, r.commit_id, c.position, p.position AS previous_position
                FROM regressions r JOIN commits c ON c.id = r.commit_id
                                   LEFT JOIN commits p ON p.id = r.previous_id
                WHERE r.series_id = ?"#,
@@ -173,19 +173,25 @@ impl Db {
         let mut matched = Vec::new();
         let mut created = Vec::new();
         for change in found {
-            // The same change: near the stored one, or inside its suspect range (a bisection
-            // narrowing the range moves the change point by more than the margin).
-            let same = existing.iter().find(|e| {
-                e.kind == change.kind
-                    && !matched.contains(&e.id)
-                    && e.position.is_some_and(|p| {
-                        (p - change.position).abs() <= SAME_CHANGE_MARGIN
-                            || (e
-                                .previous_position
-                                .is_some_and(|prev| prev < change.position)
-                                && change.position <= p)
-                    })
-            });
+            // The record at this very commit if there is one, else the nearest one: near the
+            // stored change point, or inside its suspect range (a bisection narrowing the range
+            // moves the change point by more than the margin). A record is never moved onto a
+            // commit another record holds: (series, commit) is unique, and results that arrive
+            // out of history order do move change points about.
+            let distance = |position: Option<i64>| position.map(|p| (p - change.position).abs());
+            let inside = |previous: Option<i64>, position: Option<i64>| {
+                previous.is_some_and(|prev| prev < change.position)
+                    && position.is_some_and(|p| change.position <= p)
+            };
+            let taken = existing.iter().any(|o| o.commit_id == change.commit_id);
+            let same = (existing.iter())
+                .filter(|e| e.kind == change.kind && !matched.contains(&e.id))
+                .filter(|e| {
+                    distance(e.position).is_some_and(|d| d <= SAME_CHANGE_MARGIN)
+                        || inside(e.previous_position, e.position)
+                })
+                .min_by_key(|e| (e.commit_id != change.commit_id, distance(e.position)))
+                .filter(|e| e.commit_id == change.commit_id || !taken);
             let id = match same {
                 Some(e) => {
                     sqlx::query!(

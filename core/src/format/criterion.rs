@@ -89,6 +89,22 @@ pub fn parse_criterion_dir(dir: &Path) -> Result<SuiteResults, FormatError> {
     finish(found)
 }
 
+/// One benchmark from the contents of its three files (`benchmark.json`, `estimates.json`,
+/// `sample.json`), with the checks [`parse_criterion_dir`] applies to each: the entry point for
+/// callers that hold the files' contents rather than a directory, such as the fuzz targets.
+pub fn parse_criterion_files(
+    id: &[u8],
+    estimates: &[u8],
+    sample: &[u8],
+) -> Result<SuiteResults, FormatError> {
+    finish(vec![parse_benchmark(
+        Path::new("new"),
+        id,
+        estimates,
+        sample,
+    )?])
+}
+
 /// One benchmark from the contents of its three files; `new` names their directory.
 fn parse_benchmark(
     new: &Path,

@@ -19,7 +19,9 @@ use super::input::{
 };
 use super::json_place::{PathStyle, from_json_text};
 use crate::model::Direction;
-use crate::results::{BenchmarkResult, MAX_SAMPLES_PER_METRIC, MetricResult, SuiteResults, median};
+use crate::results::{
+    BenchmarkResult, MAX_SAMPLES_PER_METRIC, MetricResult, SuiteResults, median, negative_duration,
+};
 
 /// The largest document accepted.
 pub const MAX_DOCUMENT_BYTES: usize = 32 * 1024 * 1024;
@@ -303,6 +305,9 @@ fn validate_metric(
         .or_else(|| histogram.map(|h| h.value_at_quantile(0.5) as f64))
         .ok_or("has no value, samples or hdr; a metric needs at least one")
         .map_err(|reason| invalid(&place, reason))?;
+    if let Some(reason) = negative_duration(&unit, value, &samples) {
+        return Err(invalid(&place, reason));
+    }
     Ok(MetricResult {
         name,
         unit,
@@ -403,12 +408,12 @@ mod tests {
             suite.unwrap().benchmarks[0].metrics[0].value
         };
         assert_eq!(
-            value_of(format!(r#""value":-2.5,"samples":[1,2,3],"hdr":"{hdr}""#)),
-            -2.5
+            value_of(format!(r#""value":2.25,"samples":[1,2,3],"hdr":"{hdr}""#)),
+            2.25
         );
         assert_eq!(
-            value_of(format!(r#""samples":[-1,-4,-2,-3],"hdr":"{hdr}""#)),
-            -2.5
+            value_of(format!(r#""samples":[1,4,2,3],"hdr":"{hdr}""#)),
+            2.5
         );
         assert_eq!(value_of(format!(r#""samples":[],"hdr":"{hdr}""#)), 6.0);
     }
@@ -496,5 +501,14 @@ mod tests {
         let value = metric("t", &format!(r#""value":"{}""#, "x".repeat(100_000)));
         let message = refused(&with_metrics(&[value]));
         assert!(message.len() < 500 && message.ends_with('…'), "{message}");
+    }
+
+    #[test]
+    fn negative_durations_are_refused_where_they_are() {
+        let doc = with_metrics(&[metric("time", r#""samples":[3.0,-1.0]"#)]);
+        let err = refused(&doc);
+        assert!(err.contains("cannot be negative"), "{err}");
+        let change = r#"{"name":"delta","unit":"%","direction":"lower","value":-3.5}"#;
+        assert!(parse_kymo_json(with_metrics(&[change.into()]).as_bytes()).is_ok());
     }
 }

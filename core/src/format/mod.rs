@@ -35,9 +35,11 @@ mod input;
 mod json_place;
 pub mod kymo;
 pub mod libtest;
+#[cfg(test)]
+mod properties;
 pub mod pytest_benchmark;
 
-pub use criterion::parse_criterion_dir;
+pub use criterion::{parse_criterion_dir, parse_criterion_files};
 pub use kymo::FormatError;
 
 use crate::results::SuiteResults;

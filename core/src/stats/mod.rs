@@ -28,6 +28,8 @@ mod compare;
 pub mod distribution;
 mod mann_whitney;
 mod noise;
+#[cfg(test)]
+mod properties;
 mod robust;
 mod segmentation;
 mod sensitivity;

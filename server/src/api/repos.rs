@@ -155,6 +155,16 @@ pub async fn upload_results(
 ) -> AppResult<(StatusCode, Json<UploadAccepted>)> {
     let repo = state.db.repository(&repo).await?;
     kymo_core::results::validate_suites(&upload.suites).map_err(AppError::BadRequest)?;
+    kymo_core::results::validate_environment(&upload.environment).map_err(AppError::BadRequest)?;
+    // The commit first: an upload refused for an unknown commit must not register its machine.
+    let commit_id = match state.db.commit_id(repo.id, &upload.commit).await? {
+        Some(id) => id,
+        None => {
+            git::resolve_commit(&state, &repo, Some(upload.commit.as_str()))
+                .await?
+                .1
+        }
+    };
     let now = state.now();
     let (machine_id, machine) = match (&upload.machine, &upload.specs) {
         (Some(fingerprint), _) => (state.db.machine_id(fingerprint).await?, fingerprint.clone()),
@@ -171,14 +181,6 @@ pub async fn upload_results(
             return Err(AppError::BadRequest(
                 "an upload names a registered `machine` or sends the uploader's `specs`".into(),
             ));
-        }
-    };
-    let commit_id = match state.db.commit_id(repo.id, &upload.commit).await? {
-        Some(id) => id,
-        None => {
-            git::resolve_commit(&state, &repo, Some(upload.commit.as_str()))
-                .await?
-                .1
         }
     };
     let summary = state

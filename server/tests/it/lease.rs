@@ -1,27 +1,11 @@
 //! A worker killed in the middle of a job: its lease expires, the job runs again on another
 //! worker, and its results are stored exactly once.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{KymoServer, TestRepo, assert_ok, bench_script, kymo_bin, kymo_toml};
-
-fn start_worker(server: &KymoServer, token: &str, cache: &std::path::Path) -> Child {
-    Command::new(kymo_bin())
-        .args([
-            "worker",
-            "--server",
-            &server.url,
-            "--token",
-            token,
-            "--cache-dir",
-        ])
-        .arg(cache)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
-}
+use crate::support::{
+    KymoServer, TestRepo, assert_ok, bench_script, kymo_toml, start_worker, worker_token,
+};
 
 #[test]
 fn a_killed_workers_job_runs_again_and_is_stored_once() {
@@ -35,16 +19,8 @@ fn a_killed_workers_job_runs_again_and_is_stored_once() {
         "slow suite",
     );
     let server = KymoServer::start(&["--no-worker", "--lease-seconds", "2"]);
-    let db = server.db_path();
-    let token = assert_ok(&server.kymo(&[
-        "token",
-        "create",
-        "--worker",
-        "w1",
-        "--db",
-        db.to_str().unwrap(),
-    ]));
-    let token = token.trim();
+    let token = worker_token(&server);
+    let token = token.as_str();
     assert_ok(&server.kymo(&["repo", "add", "r", repo.path().to_str().unwrap()]));
     assert_ok(&server.kymo(&["run", "r", &sha]));
 

@@ -71,6 +71,40 @@ pub fn kymo_bin() -> &'static str {
     env!("CARGO_BIN_EXE_kymo")
 }
 
+/// Spawns `kymo serve` on `dir/kymo.db` and reads the URL it prints.
+/// The admin token `kymo serve` wrote beside its database in `dir`.
+fn admin_token(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("kymo.db.admin-token"))
+        .expect("kymo serve writes an admin token beside its database")
+}
+
+fn spawn_server(
+    dir: &Path,
+    extra: &[&str],
+    configure: impl FnOnce(&mut Command),
+) -> (Child, String) {
+    let mut command = Command::new(kymo_bin());
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(dir.join("kymo.db"))
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    configure(&mut command);
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
 /// A running `kymo serve`, killed on drop.
 pub struct KymoServer {
     pub url: String,
@@ -82,34 +116,35 @@ pub struct KymoServer {
 
 impl KymoServer {
     pub fn start(extra: &[&str]) -> Self {
+        Self::start_with(extra, |_| {})
+    }
+
+    /// Starts `kymo serve` in a new temp dir, letting `configure` adjust the command first.
+    pub fn start_with(extra: &[&str], configure: impl FnOnce(&mut Command)) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("kymo.db");
-        let mut child = Command::new(kymo_bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-            .arg(&db)
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_owned();
-        let admin = std::fs::read_to_string(dir.path().join("kymo.db.admin-token"))
-            .expect("kymo serve writes an admin token beside its database");
+        let (child, url) = spawn_server(dir.path(), extra, configure);
+        let admin = admin_token(dir.path());
         Self {
             url,
             dir,
             admin,
             child,
         }
+    }
+
+    /// Kills the server with SIGKILL, as a crash or the OOM killer would.
+    pub fn sigkill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same database and data directory.
+    pub fn restart(&mut self, extra: &[&str], configure: impl FnOnce(&mut Command)) {
+        self.sigkill();
+        let (child, url) = spawn_server(self.dir.path(), extra, configure);
+        (self.child, self.url) = (child, url);
+        // Each start of `kymo serve` writes a new admin token and revokes the old one.
+        self.admin = admin_token(self.dir.path());
     }
 
     pub fn db_path(&self) -> PathBuf {
@@ -237,4 +272,30 @@ pub fn assert_ok(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     stdout
+}
+
+/// Starts `kymo worker` against `server` with its own cache directory.
+pub fn start_worker(server: &KymoServer, token: &str, cache: &Path) -> Child {
+    Command::new(kymo_bin())
+        .args(["worker", "--server", &server.url, "--token", token])
+        .arg("--cache-dir")
+        .arg(cache)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Creates a worker token in the server's database, as an operator would.
+pub fn worker_token(server: &KymoServer) -> String {
+    let db = server.db_path();
+    let out = assert_ok(&server.kymo(&[
+        "token",
+        "create",
+        "--worker",
+        "w",
+        "--db",
+        db.to_str().unwrap(),
+    ]));
+    out.trim().to_owned()
 }

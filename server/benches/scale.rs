@@ -1,0 +1,113 @@
+//! Figures at scale (issue "Trust"): the render time of a 10,000-point trend SVG, and of the
+//! compare page for two commits of 1,000 benchmarks each with 100 commits of history. Run with
+//! `cargo bench -p kymo-server --bench scale`. Prints medians; the machine is shared, so quote
+//! them with the load at the time (see RELIABILITY.md).
+
+#[path = "support/synthetic.rs"]
+mod synthetic;
+#[path = "support/timing.rs"]
+mod timing;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use kymo_core::model::Direction;
+use kymo_core::protocol::SuiteUpload;
+use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
+use kymo_server::chart::{TrendChart, TrendPoint, render_trend_svg};
+use synthetic::{Synthetic, sha};
+use timing::{median, router, time_page};
+
+const TREND_POINTS: usize = 10_000;
+const COMPARE_BENCHMARKS: usize = 1_000;
+const COMPARE_HISTORY: usize = 100;
+
+fn trend_svg() {
+    let points: Vec<TrendPoint> = (0..TREND_POINTS)
+        .map(|i| {
+            let value = 100.0 + (i % 17) as f64 * 0.3 + if i > 6_000 { 10.0 } else { 0.0 };
+            TrendPoint {
+                position: i,
+                sha: format!("{i:040x}"),
+                value,
+                low: Some(value * 0.99),
+                high: Some(value * 1.01),
+                href: format!("/repos/r/commits/{i:040x}"),
+            }
+        })
+        .collect();
+    let mut times = Vec::new();
+    let mut size = 0;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let svg = render_trend_svg(&TrendChart::new("bench/10k", "ns", &points)).unwrap();
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+        size = svg.len();
+    }
+    println!(
+        "trend SVG of {TREND_POINTS} points: median {:.2} ms over {} renders ({} KiB)",
+        median(times),
+        20,
+        size / 1024
+    );
+}
+
+fn suites(commit: usize) -> Vec<SuiteUpload> {
+    let benchmarks = (0..COMPARE_BENCHMARKS)
+        .map(|b| {
+            let level = 1_000.0
+                + b as f64
+                + if commit == COMPARE_HISTORY && b % 50 == 0 {
+                    200.0
+                } else {
+                    0.0
+                };
+            let samples: Vec<f64> = (0..5)
+                .map(|s| level + ((commit + s + b) % 7) as f64)
+                .collect();
+            BenchmarkResult {
+                name: format!("group/bench_{b}"),
+                params: BTreeMap::new(),
+                metrics: vec![MetricResult {
+                    name: "time".into(),
+                    unit: "ns".into(),
+                    direction: Direction::Lower,
+                    value: samples[2],
+                    samples,
+                    hdr: None,
+                }],
+            }
+        })
+        .collect();
+    vec![SuiteUpload {
+        suite: "compare".into(),
+        results: SuiteResults { benchmarks },
+    }]
+}
+
+async fn compare_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = Synthetic::create(&dir.path().join("bench.db"), "bench", COMPARE_HISTORY + 1).await;
+    for commit in 0..=COMPARE_HISTORY {
+        data.store(commit, &suites(commit)).await;
+    }
+    let router = router(data.db, dir.path());
+    let path = format!(
+        "/repos/bench/compare/{}...{}",
+        sha(COMPARE_HISTORY - 1),
+        sha(COMPARE_HISTORY)
+    );
+    let (median_ms, size) = time_page(&router, &path, 10).await;
+    println!(
+        "compare page of {COMPARE_BENCHMARKS} benchmarks ({COMPARE_HISTORY} commits of history): median {:.2} ms over {} renders ({} KiB)",
+        median_ms,
+        10,
+        size / 1024
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    trend_svg();
+    compare_page().await;
+}

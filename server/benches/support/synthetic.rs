@@ -1,0 +1,88 @@
+//! A synthetic repository for the benches and the load generator: a linear history of commits
+//! on one machine, stored through the real ingest (`Db::store_run`). Included with `#[path]`
+//! by `benches/spine.rs`, `benches/scale.rs` and `examples/load_db.rs`.
+
+use std::path::Path;
+
+use kymo_core::db::{CommitRecord, Db, IngestSummary, RunRecord};
+use kymo_core::model::{CommitSha, Environment, MachineFingerprint, MachineSpecs};
+use kymo_core::protocol::SuiteUpload;
+
+/// The sha of commit `i` (its position): deterministic, so that scripts can name commits.
+pub fn sha(i: usize) -> CommitSha {
+    CommitSha::parse(&format!("{:040x}", i + 1)).unwrap()
+}
+
+/// A repository named `name` with `commits` commits in a line, and the machine that measures.
+pub struct Synthetic {
+    pub db: Db,
+    pub repository_id: i64,
+    pub machine_id: i64,
+    #[allow(
+        dead_code,
+        reason = "read by the load generator only; an `expect` would fail in the benches"
+    )]
+    pub fingerprint: MachineFingerprint,
+    environment: Environment,
+}
+
+impl Synthetic {
+    /// Creates the database at `path` with the repository, its history and the machine.
+    pub async fn create(path: &Path, name: &str, commits: usize) -> Self {
+        let db = Db::open(path).await.unwrap();
+        let repository_id = db
+            .create_repository(name, "/nowhere", "main", Default::default(), 0)
+            .await
+            .unwrap()
+            .id;
+        let specs = MachineSpecs {
+            cpu_model: "synthetic".into(),
+            logical_cores: 2,
+            physical_cores: 1,
+            memory_gib: 8,
+            arch: "x86_64".into(),
+            virtualization: "none".into(),
+        };
+        let (machine_id, fingerprint) = db.upsert_machine(&specs, name, None, 0).await.unwrap();
+        let history: Vec<CommitRecord> = (0..commits)
+            .map(|i| CommitRecord {
+                sha: sha(i),
+                parents: if i == 0 { vec![] } else { vec![sha(i - 1)] },
+                author: "Synthetic".into(),
+                time: 1_700_000_000 + 600 * i as i64,
+                message: format!("commit {i}: change something"),
+            })
+            .collect();
+        db.record_history(repository_id, &history).await.unwrap();
+        let environment = Environment {
+            kernel: "6.1.0".into(),
+            toolchain: "rustc 1.95.0".into(),
+            governor: "performance".into(),
+            hostname: name.into(),
+        };
+        Self {
+            db,
+            repository_id,
+            machine_id,
+            fingerprint,
+            environment,
+        }
+    }
+
+    /// Stores one run of `suites` on commit `i`, as an upload would.
+    pub async fn store(&self, i: usize, suites: &[SuiteUpload]) -> IngestSummary {
+        let commit_id = (self.db.commit_id(self.repository_id, &sha(i)).await)
+            .unwrap()
+            .unwrap();
+        let record = RunRecord {
+            repository_id: self.repository_id,
+            commit_id,
+            machine_id: self.machine_id,
+            job: None,
+            environment: &self.environment,
+            log: "",
+            suites,
+        };
+        self.db.store_run(record, 600 * i as i64).await.unwrap()
+    }
+}

@@ -1,0 +1,56 @@
+//! Timing a page through the router, for the benches (included with `#[path]`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use kymo_core::clock::ManualClock;
+use kymo_core::db::{Db, LeaseSettings};
+use kymo_server::{AppState, app};
+use tower::ServiceExt;
+
+/// The application over `db`, with a fixed clock and `dir` for data.
+pub fn router(db: Db, dir: &Path) -> Router {
+    app(AppState::new(
+        db,
+        Arc::new(ManualClock::at(0)),
+        LeaseSettings::default(),
+        dir.to_owned(),
+        "http://127.0.0.1:8080".into(),
+    ))
+}
+
+/// The median of `values`.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Renders `path` `renders` times; returns the median time in ms and the page's size in bytes.
+pub async fn time_page(router: &Router, path: &str, renders: usize) -> (f64, usize) {
+    let mut times = Vec::with_capacity(renders);
+    let mut size = 0;
+    for _ in 0..renders {
+        let started = Instant::now();
+        let request = Request::get(path).body(Body::empty()).unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        assert!(
+            response.status().is_success(),
+            "{path}: {}",
+            response.status()
+        );
+        size = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .len();
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    (median(times), size)
+}

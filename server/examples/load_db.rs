@@ -1,0 +1,137 @@
+//! Generates the load-test database: one repository `load` with COMMITS commits, each measured
+//! once on one machine for BENCHMARKS benchmarks × METRICS metrics (1,000 × 200 × 5 =
+//! 1,000,000 measurements by default), through the same ingest code as uploads
+//! (`Db::store_run`), then analysed for change points as the server would. Values are noisy and
+//! some benchmarks step up or down at a commit, so pages have regressions to show.
+//!
+//! `cargo run --release -p kymo-server --example load_db -- PATH [COMMITS] [BENCHMARKS]`
+//! (used by `scripts/load.sh`). Prints the ingest rate and what it made.
+
+#[path = "../benches/support/synthetic.rs"]
+mod synthetic;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use kymo_core::clock::ManualClock;
+use kymo_core::db::LeaseSettings;
+use kymo_core::model::Direction;
+use kymo_core::protocol::SuiteUpload;
+use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
+use kymo_server::AppState;
+use synthetic::{Synthetic, sha};
+
+const METRICS: usize = 5;
+const SAMPLES: usize = 5;
+
+/// A small deterministic generator (no dependency needed for noise).
+struct Noise(u64);
+
+impl Noise {
+    /// Roughly normal noise (sum of uniforms), mean 0, sd about 1.
+    fn next(&mut self) -> f64 {
+        let mut sum = 0.0;
+        for _ in 0..4 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            sum += (self.0 >> 11) as f64 / (1u64 << 53) as f64;
+        }
+        (sum - 2.0) * 1.7
+    }
+}
+
+fn suites(commit: usize, benchmarks: usize, noise: &mut Noise) -> Vec<SuiteUpload> {
+    let benchmarks = (0..benchmarks)
+        .map(|b| {
+            // Every 10th benchmark gets 15 % slower at a commit of its own; every 25th faster.
+            let step_at = 100 + (b * 37) % 800;
+            let step = match (b % 10, b % 25) {
+                (0, _) if commit >= step_at => 1.15,
+                (_, 3) if commit >= step_at => 0.9,
+                _ => 1.0,
+            };
+            let metrics = (0..METRICS)
+                .map(|m| {
+                    let level = (1_000.0 + 37.0 * b as f64 + 500.0 * m as f64) * step;
+                    let samples: Vec<f64> = (0..SAMPLES)
+                        .map(|_| level * (1.0 + 0.01 * noise.next()))
+                        .collect();
+                    let mut sorted = samples.clone();
+                    sorted.sort_by(f64::total_cmp);
+                    MetricResult {
+                        name: format!("metric_{m}"),
+                        unit: "ns".into(),
+                        direction: Direction::Lower,
+                        value: sorted[SAMPLES / 2],
+                        samples,
+                        hdr: None,
+                    }
+                })
+                .collect();
+            BenchmarkResult {
+                name: format!("group_{}/bench_{b}", b % 10),
+                params: BTreeMap::new(),
+                metrics,
+            }
+        })
+        .collect();
+    vec![SuiteUpload {
+        suite: "load".into(),
+        results: SuiteResults { benchmarks },
+    }]
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = PathBuf::from(
+        args.next()
+            .expect("usage: load_db PATH [COMMITS] [BENCHMARKS]"),
+    );
+    let commits: usize = args.next().map_or(1_000, |a| a.parse().unwrap());
+    let benchmarks: usize = args.next().map_or(200, |a| a.parse().unwrap());
+    assert!(!path.exists(), "{} exists; remove it first", path.display());
+    let data = Synthetic::create(&path, "load", commits).await;
+    let mut noise = Noise(42);
+    let mut stored = 0;
+    let mut ingest_seconds = 0.0;
+    for commit in 0..commits {
+        let suites = suites(commit, benchmarks, &mut noise);
+        let started = Instant::now();
+        let summary = data.store(commit, &suites).await;
+        ingest_seconds += started.elapsed().as_secs_f64();
+        stored += summary.measurements;
+    }
+    println!(
+        "stored {stored} measurements ({commits} commits × {benchmarks} benchmarks × {METRICS} metrics) in {ingest_seconds:.1} s of ingest: {:.0} measurements/s",
+        stored as f64 / ingest_seconds
+    );
+
+    let started = Instant::now();
+    let state = AppState::new(
+        data.db.clone(),
+        Arc::new(ManualClock::at(1_800_000_000)),
+        LeaseSettings::default(),
+        path.with_extension("data"),
+        "http://127.0.0.1:8080".into(),
+    );
+    let found = kymo_server::analysis::analyse_repository(&state, data.repository_id)
+        .await
+        .unwrap();
+    println!(
+        "analysed {} series in {:.1} s: {} changes found",
+        benchmarks * METRICS,
+        started.elapsed().as_secs_f64(),
+        found.len()
+    );
+    println!(
+        "machine {}; head {}; a stepped benchmark: group_0/bench_0",
+        data.fingerprint,
+        sha(commits - 1)
+    );
+    data.db.close().await;
+}
