@@ -2,46 +2,9 @@
 //! (a per-commit verdict needs the last hundred points, not the whole series) and, for a
 //! compare of many series, in one query.
 
-use super::regressions::AnalysisPoint;
 use super::{Db, DbError};
 
 impl Db {
-    /// The last `limit` points of a series before history position `before` (all positions
-    /// when `None`), oldest first: the history a per-commit verdict's noise model needs,
-    /// without reading the whole series.
-    pub async fn analysis_points_before(
-        &self,
-        series_id: i64,
-        before: Option<i64>,
-        limit: i64,
-    ) -> Result<Vec<AnalysisPoint>, DbError> {
-        let rows = sqlx::query!(
-            r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value, x.samples
-               FROM measurements x JOIN commits c ON c.id = x.commit_id
-               WHERE x.series_id = ? AND c.position IS NOT NULL
-                 AND (? IS NULL OR c.position < ?)
-                 AND x.id = (SELECT max(y.id) FROM measurements y
-                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY c.position DESC LIMIT ?"#,
-            series_id,
-            before,
-            before,
-            limit
-        )
-        .fetch_all(&self.reader)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .rev()
-            .map(|r| AnalysisPoint {
-                commit_id: r.commit_id,
-                position: r.position,
-                value: r.value,
-                samples: serde_json::from_str(&r.samples).unwrap_or_default(),
-            })
-            .collect())
-    }
-
     /// The values (with their history positions) of the last `limit` points of a series before
     /// position `before` (all positions when `None`), oldest first. What a per-commit verdict's
     /// noise model uses; the samples, which it does not use, are neither read nor parsed.
