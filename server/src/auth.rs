@@ -127,17 +127,6 @@ pub enum Caller {
     Session(Session),
 }
 
-impl Caller {
-    /// The name recorded for what this caller changes.
-    pub fn name(&self) -> Option<&str> {
-        match self {
-            Caller::Anonymous => None,
-            Caller::Token(c) => Some(&c.name),
-            Caller::Session(s) => Some(&s.name),
-        }
-    }
-}
-
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)
@@ -147,7 +136,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The value of a cookie.
-pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -214,35 +203,14 @@ impl FromRequestParts<AppState> for Admin {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Self> {
-        match identify(parts, state).await? {
-            Caller::Token(credential) if credential.allows(TokenScope::Admin) => Ok(Admin {
-                name: credential.name,
-            }),
-            Caller::Token(credential) => Err(AppError::Forbidden(format!(
-                "token {:?} has the {} scope; this needs an admin token",
-                credential.name, credential.scope
-            ))),
-            Caller::Session(session) => {
-                let csrf = parts
-                    .headers
-                    .get("x-csrf-token")
-                    .and_then(|v| v.to_str().ok());
-                if !is_safe(&parts.method)
-                    && (!same_origin(&parts.headers) || csrf != Some(session.csrf.as_str()))
-                {
-                    return Err(AppError::Forbidden(
-                        "a cross-site or unverified request: send X-CSRF-Token from this site"
-                            .into(),
-                    ));
-                }
-                Ok(Admin { name: session.name })
-            }
-            Caller::Anonymous => Err(AppError::Unauthorized),
-        }
+        let name = require_scope(parts, state, TokenScope::Admin).await?;
+        Ok(Admin { name })
     }
 }
 
-/// A holder of a token of `scope` (or admin): uploads take an upload token.
+/// A holder of a token of `scope` (an admin token holds every scope), or an admin's browser
+/// session whose unsafe requests come from this origin and carry `X-CSRF-Token`. Returns the
+/// name recorded for what the caller changes.
 pub async fn require_scope(
     parts: &Parts,
     state: &AppState,
@@ -250,26 +218,31 @@ pub async fn require_scope(
 ) -> AppResult<String> {
     match identify(parts, state).await? {
         Caller::Token(credential) if credential.allows(scope) => Ok(credential.name),
-        Caller::Token(credential) => Err(AppError::Forbidden(format!(
-            "token {:?} has the {} scope; this needs a {} or admin token",
-            credential.name,
-            credential.scope,
-            scope.as_str()
-        ))),
-        Caller::Session(session) if !is_safe(&parts.method) && same_origin(&parts.headers) => {
+        Caller::Token(credential) => {
+            let needed = match scope {
+                TokenScope::Admin => "an admin token".to_owned(),
+                other => format!("a {} or admin token", other.as_str()),
+            };
+            Err(AppError::Forbidden(format!(
+                "token {:?} has the {} scope; this needs {needed}",
+                credential.name, credential.scope
+            )))
+        }
+        Caller::Session(session) => {
             let csrf = parts
                 .headers
                 .get("x-csrf-token")
                 .and_then(|v| v.to_str().ok());
-            if csrf == Some(session.csrf.as_str()) {
-                Ok(session.name)
-            } else {
-                Err(AppError::Forbidden(
-                    "send X-CSRF-Token with the request".into(),
-                ))
+            if !is_safe(&parts.method)
+                && (!same_origin(&parts.headers) || csrf != Some(session.csrf.as_str()))
+            {
+                return Err(AppError::Forbidden(
+                    "a cross-site or unverified request: send X-CSRF-Token from this site".into(),
+                ));
             }
+            Ok(session.name)
         }
-        _ => Err(AppError::Unauthorized),
+        Caller::Anonymous => Err(AppError::Unauthorized),
     }
 }
 

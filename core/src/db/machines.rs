@@ -36,16 +36,6 @@ pub enum TokenScope {
 }
 
 impl TokenScope {
-    /// Reads `admin`, `worker` or `upload`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "admin" => Some(TokenScope::Admin),
-            "worker" => Some(TokenScope::Worker),
-            "upload" => Some(TokenScope::Upload),
-            _ => None,
-        }
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             TokenScope::Admin => "admin",

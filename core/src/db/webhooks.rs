@@ -68,19 +68,6 @@ impl Db {
         .await?)
     }
 
-    /// Whether an accepted delivery with this id was recorded already.
-    pub async fn delivery_seen(&self, provider: &str, delivery: &str) -> Result<bool, DbError> {
-        Ok(sqlx::query_scalar!(
-            r#"SELECT 1 AS "seen!" FROM webhook_deliveries
-               WHERE provider = ? AND delivery = ? AND outcome <> 'rejected'"#,
-            provider,
-            delivery
-        )
-        .fetch_optional(&self.reader)
-        .await?
-        .is_some())
-    }
-
     /// Records a delivery. An accepted delivery whose id was recorded already is refused
     /// (Conflict), so that two concurrent copies are processed once.
     pub async fn record_delivery(

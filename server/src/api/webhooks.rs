@@ -221,10 +221,6 @@ async fn receive(
         );
         return Err(AppError::WebhookUnauthorized(reason));
     }
-    if state.db.delivery_seen(provider.as_str(), &delivery).await? {
-        return Ok(duplicate(delivery));
-    }
-
     let (outcome, status, detail, before) = match event {
         Event::Ping => ("processed", StatusCode::OK, "ping".to_owned(), None),
         Event::Other(other) => (
@@ -263,7 +259,8 @@ async fn receive(
             ),
         },
     };
-    // Claim the delivery id before working on it, so a concurrent copy is refused.
+    // Claim the delivery id before working on it: a copy (replayed, or sent concurrently) is
+    // refused here and answered as a duplicate.
     let id = match log(outcome, status, &detail, Some(repo.id)).await {
         Ok(id) => id,
         Err(kymo_core::db::DbError::Conflict(_)) => return Ok(duplicate(delivery)),
