@@ -11,6 +11,7 @@ pub mod auth;
 
 mod assets;
 pub mod bisect;
+pub mod cache;
 pub mod chart;
 pub mod cli;
 pub mod compare;
@@ -43,6 +44,10 @@ pub fn app(state: AppState) -> Router {
         .merge(api::router())
         .merge(pages::router())
         .merge(assets::router())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cache::cached,
+        ))
         .route_layer(axum::middleware::from_fn(metrics::record_latency))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

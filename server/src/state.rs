@@ -7,6 +7,7 @@ use kymo_core::clock::SharedClock;
 use kymo_core::db::{Db, LeaseSettings};
 
 use crate::auth::{AccessSettings, FailureLimiter};
+use crate::cache::ResponseCache;
 
 /// Application state, cloned into every handler through axum's `State`.
 #[derive(Clone)]
@@ -21,6 +22,8 @@ pub struct AppState {
     /// The base of absolute links in alerts and commit statuses (`--public-url`), no
     /// trailing slash.
     pub public_url: Arc<str>,
+    /// Responses to anonymous readers, kept while the database does not change.
+    pub responses: Arc<ResponseCache>,
 }
 
 impl AppState {
@@ -40,6 +43,7 @@ impl AppState {
             public_url,
             access: AccessSettings::default(),
             limiter: Arc::default(),
+            responses: Arc::default(),
         }
     }
 

@@ -16,10 +16,12 @@ mod pages;
 mod regressions;
 mod repos;
 mod sensitivity;
+mod version;
 mod webhooks;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -86,6 +88,7 @@ impl DbError {
 pub struct Db {
     reader: SqlitePool,
     writer: SqlitePool,
+    version: Arc<version::DataVersion>,
 }
 
 impl Db {
@@ -98,7 +101,8 @@ impl Db {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let writer = SqlitePoolOptions::new()
+        let version = Arc::default();
+        let writer = version::DataVersion::watch(&version, SqlitePoolOptions::new())
             .max_connections(1)
             .connect_with(options.clone())
             .await?;
@@ -107,7 +111,17 @@ impl Db {
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Db { reader, writer })
+        Ok(Db {
+            reader,
+            writer,
+            version,
+        })
+    }
+
+    /// A number that moves after every committed write that changed a row (and only then):
+    /// what was computed from the database at one version is current while it stays.
+    pub fn data_version(&self) -> u64 {
+        self.version.current()
     }
 
     /// Starts a write transaction holding the write lock from its first statement.

@@ -4,6 +4,7 @@
 mod access;
 mod alerts;
 mod api;
+mod cache;
 mod cli_listing;
 mod commit_status;
 mod continuous;

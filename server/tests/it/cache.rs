@@ -1,0 +1,174 @@
+//! Responses kept for anonymous readers: served again while the database's data version stays,
+//! recomputed after any change, never for a request that carries a session or a token.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use kymo_core::db::{Db, RepositorySettings};
+use kymo_server::cache::{CACHE_HEADER, MAX_AGE};
+use serde_json::json;
+use tower::ServiceExt;
+
+use crate::api::TestApp;
+use crate::eco::{Raw, raw, stepped};
+
+fn served(response: &Raw) -> Option<&str> {
+    response
+        .headers
+        .get(CACHE_HEADER)
+        .map(|v| v.to_str().unwrap())
+}
+
+/// The data version once the writer's release has moved it too.
+async fn settled_version(db: &Db) -> u64 {
+    let mut last = db.data_version();
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = db.data_version();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[tokio::test]
+async fn the_data_version_moves_when_a_write_changed_a_row_and_only_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("kymo.db")).await.unwrap();
+    let start = settled_version(&db).await;
+    db.repositories().await.unwrap();
+    assert_eq!(settled_version(&db).await, start, "a read");
+
+    let add = || {
+        db.create_repository(
+            "r",
+            "file:///nowhere",
+            "main",
+            RepositorySettings::default(),
+            0,
+        )
+    };
+    add().await.unwrap();
+    let added = db.data_version();
+    assert!(added > start, "the version moved before the call returned");
+    let added = settled_version(&db).await;
+    assert!(
+        add().await.is_err(),
+        "a second repository of that name is refused"
+    );
+    assert_eq!(
+        settled_version(&db).await,
+        added,
+        "a refused write changed nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_page_is_served_again_until_the_database_changes_or_it_grows_old() {
+    let app = TestApp::new().await;
+    stepped(&app).await;
+    let (_, found) = app.get("/api/v1/repos/r/regressions").await;
+    let id = found[0]["id"].as_i64().expect("the step is a regression");
+    let page = format!("/repos/r/regressions/{id}");
+
+    let first = raw(&app, &page).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(served(&first), Some("miss"));
+    let second = raw(&app, &page).await;
+    assert_eq!(served(&second), Some("hit"));
+    assert_eq!(second.body, first.body);
+
+    let (status, _) = app
+        .post(
+            &format!("/api/v1/repos/r/regressions/{id}/triage"),
+            &json!({ "state": "acknowledged", "by": "ada", "note": "seen by ada" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let after = raw(&app, &page).await;
+    assert_eq!(
+        served(&after),
+        Some("miss"),
+        "the triage changed the database"
+    );
+    assert!(after.body.contains("seen by ada"));
+    assert!(!first.body.contains("seen by ada"));
+
+    assert_eq!(served(&raw(&app, &page).await), Some("hit"));
+    app.clock.advance(MAX_AGE);
+    assert_eq!(served(&raw(&app, &page).await), Some("miss"), "too old");
+}
+
+#[tokio::test]
+async fn personal_and_failed_requests_are_never_served_from_the_cache() {
+    let app = TestApp::new().await;
+    stepped(&app).await;
+    let page = "/repos/r";
+    assert_eq!(served(&raw(&app, page).await), Some("miss"));
+    assert_eq!(served(&raw(&app, page).await), Some("hit"));
+
+    let (cookie, _) = app.login().await;
+    let token = format!("Bearer {}", app.admin);
+    for (name, value) in [
+        ("cookie", cookie.as_str()),
+        ("authorization", token.as_str()),
+    ] {
+        let request = Request::builder()
+            .uri(page)
+            .header(name, value)
+            .body(Body::empty())
+            .unwrap();
+        let response = kymo_server::app(app.state())
+            .oneshot(request)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(response.headers().get(CACHE_HEADER).is_none(), "{name}");
+    }
+
+    for _ in 0..2 {
+        let missing = raw(&app, "/repos/nope").await;
+        assert_eq!(missing.status, StatusCode::NOT_FOUND);
+        assert_eq!(served(&missing), None, "a 404 is not kept");
+    }
+}
+
+#[tokio::test]
+async fn many_readers_of_a_page_not_yet_kept_compute_it_once() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = stepped(&app).await;
+    let page = format!("/repos/r/compare/{}...{}", shas[15], shas[16]);
+    let readers = (0..16).map(|_| {
+        let state = app.state();
+        let page = page.clone();
+        tokio::spawn(async move {
+            let request = Request::builder()
+                .method(Method::GET)
+                .uri(page)
+                .body(Body::empty())
+                .unwrap();
+            let response = kymo_server::app(state).oneshot(request).await.unwrap();
+            let how = response.headers()[CACHE_HEADER]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (how, body)
+        })
+    });
+    let mut answers = Vec::new();
+    for reader in readers.collect::<Vec<_>>() {
+        answers.push(reader.await.unwrap());
+    }
+    let misses = answers.iter().filter(|(how, _)| how == "miss").count();
+    assert_eq!(
+        misses,
+        1,
+        "{:?}",
+        answers.iter().map(|a| &a.0).collect::<Vec<_>>()
+    );
+    assert!(answers.iter().all(|(_, body)| *body == answers[0].1));
+}
