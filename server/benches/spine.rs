@@ -14,7 +14,7 @@ use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use synthetic::Synthetic;
-use timing::{median, router, time_page};
+use timing::{median, router, time_cached_page, time_page};
 
 const BENCHMARKS: usize = 200;
 const METRICS: usize = 5;
@@ -83,5 +83,9 @@ async fn main() {
         median_ms,
         50,
         size / 1024
+    );
+    let (cached_ms, _) = time_cached_page(&router, "/repos/bench/benchmarks/page/one", 50).await;
+    println!(
+        "the same page to anonymous readers, from the response cache: median {cached_ms:.3} ms"
     );
 }

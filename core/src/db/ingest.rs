@@ -157,7 +157,7 @@ impl Db {
         .await?;
         sqlx::query!(
             r#"INSERT INTO benchmarks (repository_id, name, suite)
-               SELECT ?, j.value ->> '$.n', j.value ->> '$.s' FROM json_each(?) AS j WHERE true
+               SELECT ?, j.value ->> '$.n', j.value ->> '$.s' FROM jsonb_each(?) AS j WHERE true
                ON CONFLICT (repository_id, name) DO NOTHING"#,
             record.repository_id,
             batches.benchmarks
@@ -167,7 +167,7 @@ impl Db {
         sqlx::query!(
             r#"INSERT INTO series (benchmark_id, metric, unit, direction, machine_id)
                SELECT b.id, j.value ->> '$.m', j.value ->> '$.u', j.value ->> '$.d', ?
-               FROM json_each(?) AS j
+               FROM jsonb_each(?) AS j
                CROSS JOIN benchmarks b ON b.repository_id = ? AND b.name = j.value ->> '$.b'
                WHERE true
                ON CONFLICT (benchmark_id, metric, machine_id) DO NOTHING"#,
@@ -180,7 +180,7 @@ impl Db {
         let inserted = sqlx::query!(
             r#"INSERT INTO measurements (run_id, series_id, commit_id, value, samples, hdr)
                SELECT ?, s.id, ?, j.value ->> '$.v', j.value -> '$.x', j.value ->> '$.h'
-               FROM json_each(?) AS j
+               FROM jsonb_each(?) AS j
                CROSS JOIN benchmarks b ON b.repository_id = ? AND b.name = j.value ->> '$.b'
                CROSS JOIN series s ON s.benchmark_id = b.id AND s.metric = j.value ->> '$.m'
                             AND s.machine_id = ?"#,

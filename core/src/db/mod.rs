@@ -83,6 +83,18 @@ impl DbError {
     }
 }
 
+/// The writer's page cache, in KiB (negative, as SQLite takes it): ingest updates the
+/// measurements' series index at scattered pages, and once it outgrows SQLite's default
+/// 2 MiB every batch re-reads them. 32 MiB holds a million measurements' index.
+const WRITER_CACHE_SIZE: &str = "-32768";
+
+/// WAL pages written before the writer copies them back into the database (SQLite's
+/// default is 1,000, 4 MiB). An upload of 1,000 measurements touches up to 1,000 pages of
+/// the series index, so the default checkpointed (and synced) after nearly every upload; at
+/// 16,384 pages the WAL stays under 64 MiB and ingest into a 400,000-measurement database
+/// went from 27k to 48k measurements/s.
+const WAL_CHECKPOINT_PAGES: &str = "16384";
+
 /// The database: one writer, several readers.
 #[derive(Clone, Debug)]
 pub struct Db {
@@ -104,7 +116,11 @@ impl Db {
         let version = Arc::default();
         let writer = version::DataVersion::watch(&version, SqlitePoolOptions::new())
             .max_connections(1)
-            .connect_with(options.clone())
+            .connect_with(
+                (options.clone())
+                    .pragma("cache_size", WRITER_CACHE_SIZE)
+                    .pragma("wal_autocheckpoint", WAL_CHECKPOINT_PAGES),
+            )
             .await?;
         sqlx::migrate!("../migrations").run(&writer).await?;
         let reader = SqlitePoolOptions::new()

@@ -31,13 +31,36 @@ pub fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// Renders `path` `renders` times; returns the median time in ms and the page's size in bytes.
+/// The requests carry a cookie, as a logged-in reader's do, so the response cache steps aside
+/// and every render does the whole work.
 pub async fn time_page(router: &Router, path: &str, renders: usize) -> (f64, usize) {
+    time_requests(router, path, renders, Some("kymo-bench=computed")).await
+}
+
+/// Like [`time_page`] for anonymous readers: after the first, every request is served from
+/// the response cache while the database does not change.
+pub async fn time_cached_page(router: &Router, path: &str, renders: usize) -> (f64, usize) {
+    time_requests(router, path, renders, None).await
+}
+
+async fn time_requests(
+    router: &Router,
+    path: &str,
+    renders: usize,
+    cookie: Option<&str>,
+) -> (f64, usize) {
     let mut times = Vec::with_capacity(renders);
     let mut size = 0;
     for _ in 0..renders {
         let started = Instant::now();
-        let request = Request::get(path).body(Body::empty()).unwrap();
-        let response = router.clone().oneshot(request).await.unwrap();
+        let mut request = Request::get(path);
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = (router.clone())
+            .oneshot(request.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
         assert!(
             response.status().is_success(),
             "{path}: {}",
