@@ -16,7 +16,7 @@ use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use kymo_server::chart::{TrendChart, TrendPoint, render_trend_svg};
 use synthetic::{Synthetic, sha};
-use timing::{median, router, time_page};
+use timing::{median, router, time_cached_page, time_page};
 
 const TREND_POINTS: usize = 10_000;
 const COMPARE_BENCHMARKS: usize = 1_000;
@@ -103,6 +103,10 @@ async fn compare_page() {
         median_ms,
         10,
         size / 1024
+    );
+    let (cached_ms, _) = time_cached_page(&router, &path, 10).await;
+    println!(
+        "the same compare to anonymous readers, from the response cache: median {cached_ms:.3} ms"
     );
 }
 
