@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::body::{Bytes, HttpBody};
 use axum::extract::{Request, State};
@@ -49,6 +50,17 @@ const UNCACHED: [&str; 4] = ["/metrics", "/healthz", "/login", "/logout"];
 #[derive(Default)]
 pub struct ResponseCache {
     inner: Mutex<Entries>,
+    /// Responses served, by how: hit, stale, miss.
+    served: [AtomicU64; 3],
+}
+
+/// How the cache has served, for `/metrics`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub stale: u64,
+    pub misses: u64,
+    pub bytes: usize,
 }
 
 #[derive(Default)]
@@ -79,7 +91,8 @@ impl Kept {
         self.body.len() + key.len()
     }
 
-    fn response(&self, how: &'static str) -> Response {
+    fn response(&self, cache: &ResponseCache, how: &'static str) -> Response {
+        cache.count(how);
         let mut response = (self.status, self.headers.clone(), self.body.clone()).into_response();
         (response.headers_mut()).insert(CACHE_HEADER, HeaderValue::from_static(how));
         response
@@ -143,9 +156,29 @@ impl ResponseCache {
         entries.evict();
     }
 
-    /// How many bytes are kept (for tests and `/metrics`).
+    /// How many bytes are kept.
     pub fn bytes(&self) -> usize {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).bytes
+    }
+
+    /// Counts of responses served and the bytes kept.
+    pub fn stats(&self) -> CacheStats {
+        let [hits, stale, misses] = self.served.each_ref().map(|n| n.load(Ordering::Relaxed));
+        CacheStats {
+            hits,
+            stale,
+            misses,
+            bytes: self.bytes(),
+        }
+    }
+
+    fn count(&self, how: &str) {
+        let i = match how {
+            "hit" => 0,
+            "stale" => 1,
+            _ => 2,
+        };
+        self.served[i].fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -212,11 +245,11 @@ pub async fn cached(State(state): State<AppState>, request: Request, next: Next)
     let version = state.db.data_version();
     let now = state.now();
     let sender = match state.responses.plan(&key, version, now) {
-        Plan::Serve(kept, how) => return kept.response(how),
+        Plan::Serve(kept, how) => return kept.response(&state.responses, how),
         Plan::Compute(sender) => sender,
         Plan::Wait(mut receiver) => {
             if let Ok(Some(kept)) = receiver.wait_for(Option::is_some).await.map(|k| k.clone()) {
-                return kept.response("hit");
+                return kept.response(&state.responses, "hit");
             }
             // The computing request gave up or its answer cannot be kept: compute our own.
             return next.run(request).await;
@@ -245,7 +278,7 @@ pub async fn cached(State(state): State<AppState>, request: Request, next: Next)
     };
     state.responses.keep(&key, Some(&kept), version);
     let _ = sender.send(Some(kept.clone()));
-    kept.response("miss")
+    kept.response(&state.responses, "miss")
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod error;
 pub mod export;
 pub mod git;
 pub mod limits;
+pub mod low_priority;
 pub mod metrics;
 pub mod pages;
 pub mod push;

@@ -13,6 +13,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kymo_core::db::ServerCounts;
 
+use crate::cache::CacheStats;
 use crate::error::AppResult;
 use crate::state::AppState;
 
@@ -76,18 +77,19 @@ pub async fn record_latency(request: Request, next: Next) -> Response {
 pub async fn metrics(State(state): State<AppState>) -> AppResult<Response> {
     let counts = state.db.server_counts().await?;
     let latencies = LATENCIES.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let cache = state.responses.stats();
     Ok((
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        exposition(&counts, &latencies),
+        exposition(&counts, &latencies, &cache),
     )
         .into_response())
 }
 
 /// Renders every metric family with its HELP and TYPE lines.
-fn exposition(counts: &ServerCounts, latencies: &Latencies) -> String {
+fn exposition(counts: &ServerCounts, latencies: &Latencies, cache: &CacheStats) -> String {
     let mut out = String::new();
     family(&mut out, "kymo_jobs", "gauge", "Jobs by state.");
     for (state, n) in &counts.jobs {
@@ -140,6 +142,28 @@ fn exposition(counts: &ServerCounts, latencies: &Latencies) -> String {
         family(&mut out, name, kind, help);
         let _ = writeln!(out, "{name} {value}");
     }
+    let name = "kymo_response_cache_served_total";
+    family(
+        &mut out,
+        name,
+        "counter",
+        "Anonymous GET responses by how the response cache served them.",
+    );
+    for (how, n) in [
+        ("hit", cache.hits),
+        ("stale", cache.stale),
+        ("miss", cache.misses),
+    ] {
+        let _ = writeln!(out, "{name}{{served=\"{how}\"}} {n}");
+    }
+    let name = "kymo_response_cache_bytes";
+    family(
+        &mut out,
+        name,
+        "gauge",
+        "Bytes of responses kept by the response cache.",
+    );
+    let _ = writeln!(out, "{name} {}", cache.bytes);
     let name = "kymo_http_request_duration_seconds";
     family(
         &mut out,
@@ -207,7 +231,12 @@ mod tests {
         h.observe(0.002);
         h.observe(0.2);
         latencies.insert(("/a/\"{x}\"".into(), "GET".into(), 200), h);
-        let text = exposition(&counts, &latencies);
+        let cache = CacheStats {
+            hits: 5,
+            ..CacheStats::default()
+        };
+        let text = exposition(&counts, &latencies, &cache);
+        assert!(text.contains("kymo_response_cache_served_total{served=\"hit\"} 5\n"));
         assert!(text.contains("kymo_queue_depth 3\n"));
         assert!(text.contains("kymo_jobs{state=\"running\"} 1\n"));
         let labels = r#"route="/a/\"{x}\"",method="GET",status="200""#;

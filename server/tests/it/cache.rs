@@ -101,7 +101,10 @@ async fn a_page_is_served_again_until_the_database_changes_or_it_grows_old() {
     assert!(after.body.contains("seen by ada"));
     assert!(!first.body.contains("seen by ada"));
 
-    assert!(matches!(served(&raw(&app, &page).await), Some("hit" | "miss")));
+    assert!(matches!(
+        served(&raw(&app, &page).await),
+        Some("hit" | "miss")
+    ));
     assert_eq!(served(&raw(&app, &page).await), Some("hit"));
     app.clock.advance(MAX_AGE);
     assert_eq!(served(&raw(&app, &page).await), Some("miss"), "too old");
