@@ -3,7 +3,9 @@
 # 5 metrics (1,000,000 measurements) served by `kymo serve --release`, hit by wrk at 64
 # connections on the home, repository, benchmark, compare and API pages, while uploads of
 # 1,000 measurements each go on one after another. Prints, per page and for the mix: requests/s,
-# p50 and p99 latency, errors; the uploads' status codes and latency; the server's peak RSS.
+# p50 and p99 latency, errors; each page again with a cookie, as a logged-in reader, which the
+# response cache does not serve; the uploads' status codes and latency; how the response cache
+# served; the server's peak RSS.
 #
 # Needs wrk (Debian: apt-get install wrk) and curl. Environment knobs:
 #   DURATION=60 (mixed run, seconds)  PAGE_SECONDS=10 (each page alone)  CONNECTIONS=64
@@ -78,6 +80,13 @@ for page in "${pages[@]}"; do
   wrk -t"$threads" -c"$connections" -d"${page_seconds}s" --latency "$url$page" >"$work/wrk-page.txt"
   summarise "\`$page\` alone, ${page_seconds} s" "$work/wrk-page.txt"
 done
+# The same pages for logged-in readers, whose requests carry a cookie: the response cache
+# steps aside, so every request is computed (the cost of a cache miss, at load).
+for page in "${pages[@]}"; do
+  wrk -t"$threads" -c"$connections" -d"${page_seconds}s" --latency -H 'Cookie: reader=1' \
+    "$url$page" >"$work/wrk-page.txt"
+  summarise "\`$page\` computed every time, ${page_seconds} s" "$work/wrk-page.txt"
+done
 
 # The mix: every page in turn on every connection, with uploads alongside.
 {
@@ -109,6 +118,7 @@ upload_body 500 >"$work/upload.json"
 (end=$((SECONDS + duration))
  while [ $SECONDS -lt $end ]; do
    curl -s -o /dev/null -w '%{http_code} %{time_total}\n' -H 'content-type: application/json' \
+     -H "authorization: Bearer $(cat "$work/serve.db.admin-token")" \
      --data-binary @"$work/upload.json" "$url/api/v1/repos/load/results" >>"$work/uploads.txt"
  done) &
 uploads=$!
@@ -123,6 +133,7 @@ times=$(awk '{print $2}' "$work/uploads.txt" | sort -n)
 p50=$(echo "$times" | awk -v n="$n" 'NR == int((n + 1) / 2) {print $1}')
 p99=$(echo "$times" | awk -v n="$n" 'NR == int(n * 0.99 + 0.5) {print $1}')
 echo "uploads during the mix: $n sent, $ok stored (201), p50 ${p50}s, p99 ${p99}s, $((n * 1000)) measurements offered"
+echo "response cache: $(curl -s "$url/metrics" | awk '/^kymo_response_cache_served_total/ {sub(/.*served="/, ""); sub(/"}/, ""); printf "%s ", $0}')"
 peak=$(sort -n "$work/rss.txt" | tail -1)
 echo "server RSS: peak $((peak / 1024)) MiB (VmHWM $(awk '/VmHWM/ {print int($2 / 1024)}' /proc/$server/status) MiB)"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
