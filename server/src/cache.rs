@@ -9,10 +9,11 @@
 //! - **Only for anonymous readers.** A request with a cookie or an `Authorization` header (an
 //!   admin's session, a token; every reader of a `--private` server) always gets a fresh
 //!   response, so whoever changes something sees the change on their next page.
-//! - **One computation at a time.** When a page must be recomputed, one request computes it;
-//!   others for the same page wait for that answer. While it is computed for the current
-//!   version, readers that arrive get the previous answer at once, marked `stale`: it was
-//!   current a moment ago, and anonymous readers cannot have written anything since.
+//! - **One computation at a time.** When a page must be recomputed, one request computes it.
+//!   Readers that arrive meanwhile get the previous answer at once, marked `stale`, or wait
+//!   for the new one when there is none. However fast the database changes (an upload's
+//!   analysis writes for seconds), a page is never computed twice at once, and an answer is
+//!   at most one computation behind; anonymous readers cannot have written anything since.
 //! - **Bounded.** Answers of 200 with a body of known size up to [`MAX_ENTRY_BYTES`], without
 //!   `Set-Cookie` or `no-store`; at most [`MAX_TOTAL_BYTES`] in all, the oldest dropped first.
 //!
@@ -116,14 +117,10 @@ impl ResponseCache {
         }
         match &slot.computing {
             // A computation whose request went away (its sender is gone) counts for nothing.
-            Some((computing, waiting))
-                if *computing >= version && waiting.has_changed().is_ok() =>
-            {
-                match ready {
-                    Some(previous) => Plan::Serve(previous.clone(), "stale"),
-                    None => Plan::Wait(waiting.clone()),
-                }
-            }
+            Some((_, waiting)) if waiting.has_changed().is_ok() => match ready {
+                Some(previous) => Plan::Serve(previous.clone(), "stale"),
+                None => Plan::Wait(waiting.clone()),
+            },
             _ => {
                 let (sender, receiver) = watch::channel(None);
                 slot.computing = Some((version, receiver));
@@ -249,7 +246,12 @@ pub async fn cached(State(state): State<AppState>, request: Request, next: Next)
         Plan::Compute(sender) => sender,
         Plan::Wait(mut receiver) => {
             if let Ok(Some(kept)) = receiver.wait_for(Option::is_some).await.map(|k| k.clone()) {
-                return kept.response(&state.responses, "hit");
+                let how = if kept.version >= version {
+                    "hit"
+                } else {
+                    "stale"
+                };
+                return kept.response(&state.responses, how);
             }
             // The computing request gave up or its answer cannot be kept: compute our own.
             return next.run(request).await;
@@ -326,11 +328,11 @@ mod tests {
         let second = cache.plan("/a", 2, 0);
         assert!(is_compute(&second));
         assert!(matches!(cache.plan("/a", 2, 0), Plan::Serve(_, "stale")));
-        // A request that saw a newer version does not take the older computation's answer.
-        assert!(is_compute(&cache.plan("/a", 3, 0)));
-        // Nor does anyone wait for a computation whose request went away.
+        // Newer versions do not start a second computation while one runs.
+        assert!(matches!(cache.plan("/a", 3, 0), Plan::Serve(_, "stale")));
+        // A computation whose request went away counts for nothing.
         drop(second);
-        assert!(is_compute(&cache.plan("/a", 2, 0)));
+        assert!(is_compute(&cache.plan("/a", 3, 0)));
     }
 
     #[test]
