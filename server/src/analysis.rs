@@ -72,6 +72,7 @@ pub async fn analyse_repository(state: &AppState, repository_id: i64) -> AppResu
 async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResult<Vec<i64>> {
     let mut rules: HashMap<i64, Vec<SensitivityRule>> = HashMap::new();
     let mut created = Vec::new();
+    let mut noise = Vec::with_capacity(series.len());
     for s in series {
         let repository_rules = match rules.entry(s.repository_id) {
             Entry::Occupied(known) => known.into_mut(),
@@ -83,17 +84,11 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
         let found = changes_in(&points, direction, &sensitivity);
         created.extend(state.db.record_changes(s.id, &found, state.now()).await?);
         if let Some(last) = points.last() {
-            (state.db)
-                .store_noise_windows(
-                    s.id,
-                    last.commit_id,
-                    last.position,
-                    &noise_in(&points),
-                    state.now(),
-                )
-                .await?;
+            noise.push((s.id, last.commit_id, noise_in(&points)));
         }
     }
+    // One transaction for all: a thousand series measured by one run are one write.
+    state.db.store_noise_windows(&noise, state.now()).await?;
     if !created.is_empty() {
         tracing::info!(new = created.len(), "change points found");
     }

@@ -73,65 +73,66 @@ impl Db {
             .collect())
     }
 
-    /// Stores the noise windows of a series whose last point is commit `last_commit_id` at
-    /// `last_position`. A window already stored with the same model and bounds is left alone
-    /// (its `updated_at` too), so that analysing unchanged history writes nothing. Returns how
-    /// many rows changed.
+    /// Stores the noise windows of many series, in one transaction: for each, the series' id,
+    /// the commit of its last point, and the windows measured up to that point. A window
+    /// already stored with the same model and bounds is left alone (its `updated_at` too), so
+    /// that analysing unchanged history writes nothing. Returns how many rows changed.
     pub async fn store_noise_windows(
         &self,
-        series_id: i64,
-        last_commit_id: i64,
-        last_position: i64,
-        windows: &[NoiseWindow],
+        series: &[(i64, i64, Vec<NoiseWindow>)],
         now: i64,
     ) -> Result<u64, DbError> {
         let mut tx = self.begin_write().await?;
         let mut changed = 0;
-        for w in windows {
-            let through_last = w.before_position.is_none();
-            let m = &w.model;
-            let (changes, samples_per_commit) = (m.changes as i64, m.samples_per_commit as i64);
-            changed += sqlx::query!(
-                r#"INSERT INTO series_noise (series_id, through_last, last_commit_id, last_position,
-                       newest_position, before_position, level, between_commit_sd, between_commit_pct,
-                       within_run_cv_pct, changes, samples_per_commit, updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                   ON CONFLICT (series_id, through_last) DO UPDATE SET
-                       last_commit_id = excluded.last_commit_id, last_position = excluded.last_position,
-                       newest_position = excluded.newest_position,
-                       before_position = excluded.before_position, level = excluded.level,
-                       between_commit_sd = excluded.between_commit_sd,
-                       between_commit_pct = excluded.between_commit_pct,
-                       within_run_cv_pct = excluded.within_run_cv_pct, changes = excluded.changes,
-                       samples_per_commit = excluded.samples_per_commit,
-                       updated_at = excluded.updated_at
-                   WHERE (series_noise.last_commit_id, series_noise.last_position,
-                          series_noise.newest_position, series_noise.before_position,
-                          series_noise.level, series_noise.between_commit_sd,
-                          series_noise.between_commit_pct, series_noise.within_run_cv_pct,
-                          series_noise.changes, series_noise.samples_per_commit)
-                     IS NOT (excluded.last_commit_id, excluded.last_position,
-                             excluded.newest_position, excluded.before_position, excluded.level,
-                             excluded.between_commit_sd, excluded.between_commit_pct,
-                             excluded.within_run_cv_pct, excluded.changes,
-                             excluded.samples_per_commit)"#,
-                series_id,
-                through_last,
-                last_commit_id,
-                last_position,
-                w.newest_position,
-                w.before_position,
-                m.level,
-                m.between_commit_sd,
-                m.between_commit_pct,
-                m.within_run_cv_pct,
-                changes,
-                samples_per_commit,
-                now
-            )
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        for (series_id, last_commit_id, windows) in series {
+            for w in windows {
+                let through_last = w.before_position.is_none();
+                // The window through the last point ends at it; the one before stops below it.
+                let last_position = w.before_position.or(w.newest_position);
+                let (series_id, last_commit_id, m) = (*series_id, *last_commit_id, &w.model);
+                let (changes, samples_per_commit) = (m.changes as i64, m.samples_per_commit as i64);
+                changed += sqlx::query!(
+                    r#"INSERT INTO series_noise (series_id, through_last, last_commit_id, last_position,
+                           newest_position, before_position, level, between_commit_sd, between_commit_pct,
+                           within_run_cv_pct, changes, samples_per_commit, updated_at)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       ON CONFLICT (series_id, through_last) DO UPDATE SET
+                           last_commit_id = excluded.last_commit_id, last_position = excluded.last_position,
+                           newest_position = excluded.newest_position,
+                           before_position = excluded.before_position, level = excluded.level,
+                           between_commit_sd = excluded.between_commit_sd,
+                           between_commit_pct = excluded.between_commit_pct,
+                           within_run_cv_pct = excluded.within_run_cv_pct, changes = excluded.changes,
+                           samples_per_commit = excluded.samples_per_commit,
+                           updated_at = excluded.updated_at
+                       WHERE (series_noise.last_commit_id, series_noise.last_position,
+                              series_noise.newest_position, series_noise.before_position,
+                              series_noise.level, series_noise.between_commit_sd,
+                              series_noise.between_commit_pct, series_noise.within_run_cv_pct,
+                              series_noise.changes, series_noise.samples_per_commit)
+                         IS NOT (excluded.last_commit_id, excluded.last_position,
+                                 excluded.newest_position, excluded.before_position, excluded.level,
+                                 excluded.between_commit_sd, excluded.between_commit_pct,
+                                 excluded.within_run_cv_pct, excluded.changes,
+                                 excluded.samples_per_commit)"#,
+                    series_id,
+                    through_last,
+                    last_commit_id,
+                    last_position,
+                    w.newest_position,
+                    w.before_position,
+                    m.level,
+                    m.between_commit_sd,
+                    m.between_commit_pct,
+                    m.within_run_cv_pct,
+                    changes,
+                    samples_per_commit,
+                    now
+                )
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            }
         }
         tx.commit().await?;
         Ok(changed)

@@ -3,13 +3,14 @@
 //! same verdicts; older heads read history as before; and analysing unchanged history writes
 //! nothing.
 
-use kymo_core::db::{CommitRecord, CommitRow, Db, FoundChange, RepositoryRow};
+use kymo_core::db::{CommitRecord, CommitRow, Db, RepositoryRow};
 use kymo_core::model::CommitSha;
 use kymo_core::stats::{NoiseModel, NoiseWindow};
 use kymo_server::analysis::analyse_repository;
 use serde_json::{Value, json};
 
 use crate::api::{TestApp, specs};
+use crate::out_of_order::change_at;
 use crate::support::TestRepo;
 use crate::verdicts::jittered;
 
@@ -67,18 +68,18 @@ async fn series_ids(db: &Db, repository: &RepositoryRow) -> Vec<i64> {
     series.iter().map(|s| s.id).collect()
 }
 
-/// Stores `model` as both windows of every series, anchored at `last` (as the analysis would
-/// store them when `last` is each series' newest commit), or at a position `last` no longer
-/// has when `voided`, which a compare must ignore.
+/// Stores `model` as both windows of every series, as the analysis would store them when
+/// `last` is each series' newest commit; anchored at `anchor`, which must be `last` for a
+/// compare to read them (another commit does not have `last`'s position).
 async fn store_everywhere(
     app: &TestApp,
     ids: &[i64],
     last: &CommitRow,
+    anchor: &CommitRow,
     model: NoiseModel,
-    voided: bool,
 ) {
     let position = last.position.unwrap();
-    let windows = [
+    let windows = vec![
         NoiseWindow {
             newest_position: Some(position - 1),
             before_position: Some(position),
@@ -90,13 +91,13 @@ async fn store_everywhere(
             model,
         },
     ];
-    let anchor = if voided { -1 } else { position };
-    for &id in ids {
-        (app.state.db)
-            .store_noise_windows(id, last.id, anchor, &windows, app.state.now())
-            .await
-            .unwrap();
-    }
+    let series: Vec<_> = (ids.iter())
+        .map(|&id| (id, anchor.id, windows.clone()))
+        .collect();
+    (app.state.db)
+        .store_noise_windows(&series, app.state.now())
+        .await
+        .unwrap();
 }
 
 /// A noise model no real history of these series has: verdicts read through it differ.
@@ -123,7 +124,8 @@ async fn a_compare_at_the_newest_commit_judges_by_the_stored_noise_as_by_the_his
     assert_eq!(windows.len(), 4, "two windows per series: {windows:?}");
 
     let last = db.commit(repository.id, newest).await.unwrap();
-    store_everywhere(&app, &ids, &last, implausible(), true).await;
+    let first = db.commit(repository.id, &shas[0]).await.unwrap();
+    store_everywhere(&app, &ids, &last, &first, implausible()).await;
     assert!(db.noise_windows(&ids).await.unwrap().is_empty());
     let computed = compare(&app, newest).await;
     assert_eq!(
@@ -132,7 +134,7 @@ async fn a_compare_at_the_newest_commit_judges_by_the_stored_noise_as_by_the_his
     );
 
     // And the compare does read them: other models, other verdicts.
-    store_everywhere(&app, &ids, &last, implausible(), false).await;
+    store_everywhere(&app, &ids, &last, &last, implausible()).await;
     let implausible = compare(&app, newest).await;
     assert_ne!(implausible["rows"], stored["rows"]);
     assert_ne!(
@@ -152,7 +154,7 @@ async fn an_older_head_reads_its_own_history() {
 
     // Models stored for the newest commit do not hold for it.
     let last = db.commit(repository.id, &shas[COMMITS - 1]).await.unwrap();
-    store_everywhere(&app, &ids, &last, implausible(), false).await;
+    store_everywhere(&app, &ids, &last, &last, implausible()).await;
     assert_eq!(compare(&app, &shas[20]).await, older);
 }
 
@@ -186,7 +188,7 @@ async fn a_head_off_the_branch_judges_by_the_noise_through_the_newest_point() {
     assert_eq!(compare(&app, off_branch).await, computed);
 
     let last = db.commit(repository.id, &shas[COMMITS - 2]).await.unwrap();
-    store_everywhere(&app, &ids, &last, implausible(), false).await;
+    store_everywhere(&app, &ids, &last, &last, implausible()).await;
     assert_ne!(compare(&app, off_branch).await["rows"], computed["rows"]);
 }
 
@@ -230,25 +232,6 @@ async fn single_series(db: &Db, repository: &RepositoryRow) -> i64 {
     series[0].id
 }
 
-fn change_at(commit: &CommitRow) -> FoundChange {
-    FoundChange {
-        commit_id: commit.id,
-        previous_id: None,
-        position: commit.position.unwrap(),
-        kind: "regression",
-        baseline: 1.0,
-        value: 2.0,
-        change_pct: 100.0,
-        ci_low_pct: 90.0,
-        ci_high_pct: 110.0,
-        p_value: 1e-6,
-        noise_pct: 1.0,
-        segment_before: 5,
-        segment_after: 5,
-        method: "test",
-    }
-}
-
 #[tokio::test]
 async fn recording_the_same_changes_again_touches_no_record() {
     let (app, repository, shas, _repo) = measured().await;
@@ -256,15 +239,16 @@ async fn recording_the_same_changes_again_touches_no_record() {
     // The single-value series has no change point of its own.
     let single = single_series(db, &repository).await;
     let commit = db.commit(repository.id, &shas[3]).await.unwrap();
+    let found = [change_at(commit.id, commit.position.unwrap())];
     let changed_at = || db.analysis_changed_at(single);
 
     let created = db
-        .record_changes(single, &[change_at(&commit)], 2_000_000_000)
+        .record_changes(single, &found, 2_000_000_000)
         .await
         .unwrap();
     assert_eq!(created.len(), 1);
     assert_eq!(changed_at().await.unwrap(), Some(2_000_000_000));
-    db.record_changes(single, &[change_at(&commit)], 2_000_000_100)
+    db.record_changes(single, &found, 2_000_000_100)
         .await
         .unwrap();
     assert_eq!(
@@ -284,14 +268,23 @@ async fn recording_the_same_changes_again_touches_no_record() {
     );
 
     // Found again, and then with other evidence: each is a change.
-    db.record_changes(single, &[change_at(&commit)], 2_000_000_400)
+    db.record_changes(single, &found, 2_000_000_400)
         .await
         .unwrap();
     assert_eq!(changed_at().await.unwrap(), Some(2_000_000_400));
-    let mut moved = change_at(&commit);
+    let mut moved = found[0].clone();
     moved.p_value = 1e-7;
     let created = db
         .record_changes(single, &[moved], 2_000_000_500)
+        .await
+        .unwrap();
+    assert!(created.is_empty());
+    assert_eq!(changed_at().await.unwrap(), Some(2_000_000_500));
+
+    // An improvement found where the active regression is stays that record, untouched.
+    let mut other_kind = found[0].clone();
+    other_kind.kind = "improvement";
+    let created = (db.record_changes(single, &[other_kind], 2_000_000_600))
         .await
         .unwrap();
     assert!(created.is_empty());
