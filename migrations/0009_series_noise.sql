@@ -5,6 +5,8 @@
 -- branch or newer). A window is the points below before_position (every point when NULL),
 -- the newest of them at newest_position (NULL when empty). Both hold while last_commit_id,
 -- the series' last point, keeps its position: a force-push that moves it voids them.
+-- A rowid table (not WITHOUT ROWID): SQLite's update hook, which moves the data version that
+-- cached pages are checked against, does not see changes to WITHOUT ROWID tables.
 CREATE TABLE series_noise (
     series_id          INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,
     through_last       INTEGER NOT NULL CHECK (through_last IN (0, 1)),
@@ -20,4 +22,4 @@ CREATE TABLE series_noise (
     samples_per_commit INTEGER NOT NULL,
     updated_at         INTEGER NOT NULL,
     PRIMARY KEY (series_id, through_last)
-) WITHOUT ROWID;
+);
