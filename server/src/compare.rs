@@ -174,7 +174,7 @@ async fn noise_models(
     Ok(models)
 }
 
-/// The values of the NOISE_HISTORY positions before `head` for every one of `series`, in
+/// The values of the NOISE_HISTORY positions before `head` for every one of `ids`, in
 /// one query. A series measured at each of those commits has exactly its last NOISE_HISTORY
 /// points here; one with gaps has fewer and is read again on its own by the caller.
 async fn recent_history(
