@@ -1,5 +1,6 @@
 //! Figures at scale (issue "Trust"): the render time of a 10,000-point trend SVG, and of the
-//! compare page for two commits of 1,000 benchmarks each with 100 commits of history. Run with
+//! compare page for two commits of 1,000 benchmarks each with 100 commits of history, first
+//! reading that history, then with the noise models the analysis stores. Run with
 //! `cargo bench -p kymo-server --bench scale`. Prints medians; the machine is shared, so quote
 //! them with the load at the time (see RELIABILITY.md).
 
@@ -14,9 +15,10 @@ use std::time::Instant;
 use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
+use kymo_server::analysis::analyse_repository;
 use kymo_server::chart::{TrendChart, TrendPoint, render_trend_svg};
 use synthetic::{Synthetic, sha};
-use timing::{median, router, time_cached_page, time_page};
+use timing::{median, router, state, time_cached_page, time_page};
 
 const TREND_POINTS: usize = 10_000;
 const COMPARE_BENCHMARKS: usize = 1_000;
@@ -91,15 +93,29 @@ async fn compare_page() {
     for commit in 0..=COMPARE_HISTORY {
         data.store(commit, &suites(commit)).await;
     }
+    let analysis = state(data.db.clone(), dir.path());
     let router = router(data.db, dir.path());
     let path = format!(
         "/repos/bench/compare/{}...{}",
         sha(COMPARE_HISTORY - 1),
         sha(COMPARE_HISTORY)
     );
+    // Stored through the database alone, nothing was analysed: the compare reads history.
     let (median_ms, size) = time_page(&router, &path, 10).await;
     println!(
-        "compare page of {COMPARE_BENCHMARKS} benchmarks ({COMPARE_HISTORY} commits of history): median {:.2} ms over {} renders ({} KiB)",
+        "compare page of {COMPARE_BENCHMARKS} benchmarks ({COMPARE_HISTORY} commits of history), reading history: median {:.2} ms over {} renders ({} KiB)",
+        median_ms,
+        10,
+        size / 1024
+    );
+    let started = Instant::now();
+    analyse_repository(&analysis, data.repository_id)
+        .await
+        .unwrap();
+    let analysis_s = started.elapsed().as_secs_f64();
+    let (median_ms, size) = time_page(&router, &path, 10).await;
+    println!(
+        "compare page of {COMPARE_BENCHMARKS} benchmarks ({COMPARE_HISTORY} commits of history), stored noise models: median {:.2} ms over {} renders ({} KiB; analysis took {analysis_s:.1} s)",
         median_ms,
         10,
         size / 1024

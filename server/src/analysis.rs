@@ -1,5 +1,6 @@
 //! Re-analysis of the series a run touched: change-point detection over each series'
-//! history, stored as regressions and improvements with their evidence.
+//! history, stored as regressions and improvements with their evidence, and the noise models
+//! a compare at the series' newest commits uses. Unchanged results write nothing.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -9,7 +10,8 @@ use kymo_core::db::{
 };
 use kymo_core::model::Direction;
 use kymo_core::stats::{
-    CommitObservation, Sensitivity, VerdictKind, detect_change_points, detect_tail_change,
+    CommitObservation, NoiseWindow, Sensitivity, VerdictKind, detect_change_points,
+    detect_tail_change, noise_windows,
 };
 
 use crate::error::AppResult;
@@ -70,6 +72,7 @@ pub async fn analyse_repository(state: &AppState, repository_id: i64) -> AppResu
 async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResult<Vec<i64>> {
     let mut rules: HashMap<i64, Vec<SensitivityRule>> = HashMap::new();
     let mut created = Vec::new();
+    let mut noise = Vec::with_capacity(series.len());
     for s in series {
         let repository_rules = match rules.entry(s.repository_id) {
             Entry::Occupied(known) => known.into_mut(),
@@ -80,11 +83,25 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
         let points = state.db.analysis_points(s.id).await?;
         let found = changes_in(&points, direction, &sensitivity);
         created.extend(state.db.record_changes(s.id, &found, state.now()).await?);
+        if let Some(last) = points.last() {
+            noise.push((s.id, last.commit_id, noise_in(&points)));
+        }
     }
+    // One transaction for all: a thousand series measured by one run are one write.
+    state.db.store_noise_windows(&noise, state.now()).await?;
     if !created.is_empty() {
         tracing::info!(new = created.len(), "change points found");
     }
     Ok(created)
+}
+
+/// The noise models of a series' history that compares at its newest commits use: measured,
+/// as a verdict measures them, from the value of each commit's latest run.
+pub fn noise_in(points: &[AnalysisPoint]) -> Vec<NoiseWindow> {
+    let history: Vec<(i64, f64)> = (points.iter())
+        .map(|p| (p.position, p.latest_value))
+        .collect();
+    noise_windows(&history)
 }
 
 /// The change points of a series' history, as records to store.
@@ -154,6 +171,7 @@ mod tests {
                 position: i as i64,
                 value: *v,
                 samples: vec![*v * 0.999, *v, *v * 1.001],
+                latest_value: *v,
             })
             .collect()
     }
@@ -178,5 +196,18 @@ mod tests {
         let mut values: Vec<f64> = (0..30).map(|i| 100.0 + (i % 3) as f64 * 0.2).collect();
         values[15] = 150.0;
         assert!(changes_in(&series(&values), Direction::Lower, &Sensitivity::default()).is_empty());
+    }
+
+    #[test]
+    fn the_noise_models_read_the_latest_run_of_each_commit() {
+        let mut points = series(&[100.0, 101.0, 99.0, 100.5, 100.2]);
+        points[3].value = 150.0; // the median of two runs pooled
+        let windows = noise_in(&points);
+        let latest: Vec<(i64, f64)> = (points.iter())
+            .map(|p| (p.position, p.latest_value))
+            .collect();
+        assert_eq!(windows, noise_windows(&latest));
+        assert_eq!(windows[0].before_position, Some(4));
+        assert!(noise_in(&[]).is_empty());
     }
 }

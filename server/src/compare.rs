@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use kymo_core::db::{CommitMeasurementRow, RepositoryRow};
 use kymo_core::model::Direction;
 use kymo_core::stats::{
-    CommitObservation, Sensitivity, Verdict, VerdictKind, compare, noise_model,
+    NOISE_HISTORY, NoiseModel, Sensitivity, Verdict, VerdictKind, compare, noise_of_values,
 };
 use serde::Serialize;
 
@@ -14,9 +14,6 @@ use crate::error::{AppError, AppResult};
 use crate::export::{csv_field, csv_line};
 use crate::git;
 use crate::state::AppState;
-
-/// How many commits of history before the head feed a series' noise model.
-const NOISE_HISTORY: usize = 100;
 
 /// One row of a comparison.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -100,9 +97,11 @@ pub async fn compare_commits(
     let head_rows = state.db.commit_measurements(head.id, None).await?;
     let by_series: HashMap<i64, &CommitMeasurementRow> =
         base_rows.iter().map(|r| (r.series_id, r)).collect();
-    let recent = recent_history(state, repo.id, head.position, &head_rows).await?;
-    // Positions count from 0: a window reaching below it holds all of the head's history.
-    let whole_history = head.position.is_some_and(|p| p <= NOISE_HISTORY as i64);
+    let shared: Vec<i64> = (head_rows.iter())
+        .filter(|h| by_series.contains_key(&h.series_id))
+        .map(|h| h.series_id)
+        .collect();
+    let noise = noise_models(state, repo.id, head.position, &shared).await?;
     let sensitivity = Sensitivity::default();
     let mut rows = Vec::new();
     for h in &head_rows {
@@ -110,23 +109,7 @@ pub async fn compare_commits(
             continue;
         };
         let direction = Direction::parse(&h.direction).unwrap_or(Direction::Lower);
-        // The last NOISE_HISTORY values before the head (all of history when the head is not
-        // on the tracked branch). The verdict uses the noise between commits, which comes
-        // from the values alone, so the samples of history are not read.
-        let history = match recent.get(&h.series_id) {
-            Some(values) if values.len() == NOISE_HISTORY || whole_history => values.clone(),
-            None if whole_history => Vec::new(),
-            // A gap in the window (or no window): read this series' history on its own.
-            _ => {
-                (state.db)
-                    .series_values_before(h.series_id, head.position, NOISE_HISTORY as i64)
-                    .await?
-            }
-        };
-        let before: Vec<CommitObservation> = (history.iter())
-            .map(|&(position, value)| CommitObservation::new(position as usize, value))
-            .collect();
-        let noise = noise_model(&before);
+        let noise = noise.get(&h.series_id).copied().unwrap_or_default();
         let verdict = compare(
             &samples_or_value(b),
             &samples_or_value(h),
@@ -146,23 +129,67 @@ pub async fn compare_commits(
     Ok(summarise(repo, base.sha, head.sha, label, rows))
 }
 
-/// The values of the NOISE_HISTORY positions before `head` for every series of `rows`, in
+/// The noise model of each of `series` at a head at position `head` (`None`: off the tracked
+/// branch): measured over the last NOISE_HISTORY values before the head (all of history
+/// when the head is not on the tracked branch). The verdict uses the noise between commits,
+/// which comes from the values alone, so the samples of history are never read.
+///
+/// The analysis stores the models of the windows a head at a series' newest commit (or off
+/// the branch) measures; only series without one that holds for this head, an older head
+/// for instance, read their history.
+async fn noise_models(
+    state: &AppState,
+    repository_id: i64,
+    head: Option<i64>,
+    series: &[i64],
+) -> AppResult<HashMap<i64, NoiseModel>> {
+    let mut models: HashMap<i64, NoiseModel> = (state.db.noise_windows(series).await?)
+        .into_iter()
+        .filter(|(_, window)| window.holds_for(head))
+        .map(|(id, window)| (id, window.model))
+        .collect();
+    let unknown: Vec<i64> = (series.iter())
+        .copied()
+        .filter(|id| !models.contains_key(id))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(models);
+    }
+    let recent = recent_history(state, repository_id, head, &unknown).await?;
+    // Positions count from 0: a window reaching below it holds all of the head's history.
+    let whole_history = head.is_some_and(|p| p <= NOISE_HISTORY as i64);
+    for id in unknown {
+        let history = match recent.get(&id) {
+            Some(values) if values.len() == NOISE_HISTORY || whole_history => values.clone(),
+            None if whole_history => Vec::new(),
+            // A gap in the window (or no window): read this series' history on its own.
+            _ => {
+                (state.db)
+                    .series_values_before(id, head, NOISE_HISTORY as i64)
+                    .await?
+            }
+        };
+        models.insert(id, noise_of_values(&history));
+    }
+    Ok(models)
+}
+
+/// The values of the NOISE_HISTORY positions before `head` for every one of `ids`, in
 /// one query. A series measured at each of those commits has exactly its last NOISE_HISTORY
 /// points here; one with gaps has fewer and is read again on its own by the caller.
 async fn recent_history(
     state: &AppState,
     repository_id: i64,
     head: Option<i64>,
-    rows: &[CommitMeasurementRow],
+    ids: &[i64],
 ) -> AppResult<HashMap<i64, Vec<(i64, f64)>>> {
     let mut by_series: HashMap<i64, Vec<(i64, f64)>> = HashMap::new();
     let Some(head) = head else {
         return Ok(by_series);
     };
-    let ids: Vec<i64> = rows.iter().map(|r| r.series_id).collect();
     let from = head - NOISE_HISTORY as i64;
     let values = (state.db)
-        .series_values_between(repository_id, &ids, from, head)
+        .series_values_between(repository_id, ids, from, head)
         .await?;
     for (series, position, value) in values {
         by_series.entry(series).or_default().push((position, value));

@@ -9,6 +9,8 @@ pub struct AnalysisPoint {
     pub position: i64,
     pub value: f64,
     pub samples: Vec<f64>,
+    /// The value of the commit's latest run alone: what a verdict's noise model reads.
+    pub latest_value: f64,
 }
 
 /// A series the analysis is to look at.
@@ -120,6 +122,7 @@ impl Db {
                     values.push(r.value);
                     last.samples.extend(samples);
                     last.value = pooled_value(&last.samples, &values);
+                    last.latest_value = r.value;
                 }
                 _ => {
                     values.clear();
@@ -129,6 +132,7 @@ impl Db {
                         position: r.position,
                         value: r.value,
                         samples,
+                        latest_value: r.value,
                     });
                 }
             }
@@ -153,7 +157,8 @@ impl Db {
     /// Stores the change points of one series' latest analysis. A change point within a few
     /// commits of a stored one of the same kind updates that record (keeping its triage), so
     /// that more commits arriving never duplicate a regression; stored ones no longer found are
-    /// marked inactive. Returns the ids of records created now.
+    /// marked inactive. A record the analysis finds unchanged is not written at all, so that
+    /// re-analysing unchanged history changes no row. Returns the ids of records created now.
     pub async fn record_changes(
         &self,
         series_id: i64,
@@ -162,7 +167,8 @@ impl Db {
     ) -> Result<Vec<i64>, DbError> {
         let mut tx = self.begin_write().await?;
         let existing = sqlx::query!(
-            r#"SELECT r.id, r.kind, r.commit_id, c.position, p.position AS previous_position
+            r#"SELECT r.id, r.kind, r.commit_id, r.active AS "active: bool", c.position,
+                      p.position AS previous_position
                FROM regressions r JOIN commits c ON c.id = r.commit_id
                                   LEFT JOIN commits p ON p.id = r.previous_id
                WHERE r.series_id = ?"#,
@@ -195,10 +201,13 @@ impl Db {
             let id = match same {
                 Some(e) => {
                     sqlx::query!(
-                        r#"UPDATE regressions SET commit_id = ?, previous_id = ?, baseline = ?, value = ?,
-                               change_pct = ?, ci_low_pct = ?, ci_high_pct = ?, p_value = ?, noise_pct = ?,
-                               segment_before = ?, segment_after = ?, method = ?, active = 1, updated_at = ?
-                           WHERE id = ?"#,
+                        r#"UPDATE regressions SET commit_id = ?1, previous_id = ?2, baseline = ?3, value = ?4,
+                               change_pct = ?5, ci_low_pct = ?6, ci_high_pct = ?7, p_value = ?8, noise_pct = ?9,
+                               segment_before = ?10, segment_after = ?11, method = ?12, active = 1, updated_at = ?13
+                           WHERE id = ?14
+                             AND (commit_id, previous_id, baseline, value, change_pct, ci_low_pct, ci_high_pct,
+                                  p_value, noise_pct, segment_before, segment_after, method, active)
+                                 IS NOT (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1)"#,
                         change.commit_id, change.previous_id, change.baseline, change.value,
                         change.change_pct, change.ci_low_pct, change.ci_high_pct, change.p_value,
                         change.noise_pct, change.segment_before, change.segment_after, change.method,
@@ -209,20 +218,30 @@ impl Db {
                     e.id
                 }
                 None => {
-                    let id = sqlx::query_scalar!(
+                    // A record of the other kind at this commit is revived, not replaced.
+                    let inserted = sqlx::query_scalar!(
                         r#"INSERT INTO regressions (series_id, commit_id, previous_id, kind, baseline, value,
                                change_pct, ci_low_pct, ci_high_pct, p_value, noise_pct, segment_before,
                                segment_after, method, detected_at, updated_at)
                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                            ON CONFLICT (series_id, commit_id) DO UPDATE SET active = 1, updated_at = excluded.updated_at
+                           WHERE regressions.active = 0
                            RETURNING id AS "id!" "#,
                         series_id, change.commit_id, change.previous_id, change.kind, change.baseline,
                         change.value, change.change_pct, change.ci_low_pct, change.ci_high_pct,
                         change.p_value, change.noise_pct, change.segment_before, change.segment_after,
                         change.method, now, now
                     )
-                    .fetch_one(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .await?;
+                    // Nothing returned: an active record holds this commit and was left alone.
+                    let held = existing.iter().find(|e| e.commit_id == change.commit_id);
+                    let id = inserted.or(held.map(|e| e.id)).ok_or_else(|| {
+                        DbError::Conflict(format!(
+                            "no record of the change at commit {}",
+                            change.commit_id
+                        ))
+                    })?;
                     if !existing.iter().any(|e| e.id == id) {
                         created.push(id);
                     }
@@ -231,7 +250,7 @@ impl Db {
             };
             matched.push(id);
         }
-        for e in existing.iter().filter(|e| !matched.contains(&e.id)) {
+        for e in (existing.iter()).filter(|e| e.active && !matched.contains(&e.id)) {
             sqlx::query!(
                 "UPDATE regressions SET active = 0, updated_at = ? WHERE id = ?",
                 now,

@@ -4,7 +4,8 @@
 //! history order. Three questions are answered about it:
 //!
 //! - **How noisy is it?** [`noise_model`] measures the spread within runs and, robustly, the
-//!   spread between consecutive commits.
+//!   spread between consecutive commits. [`noise_windows`] picks the history a verdict
+//!   measures it over, so that it can be stored at analysis time.
 //! - **Did this commit change anything?** [`compare()`] tests a commit against a baseline:
 //!   Mann-Whitney on samples (or the history's noise for single values), plus a minimum
 //!   effect of `noise_multiplier` × the commit-to-commit noise.
@@ -28,6 +29,7 @@ mod compare;
 pub mod distribution;
 mod mann_whitney;
 mod noise;
+mod noise_window;
 #[cfg(test)]
 mod properties;
 mod robust;
@@ -42,6 +44,7 @@ pub use crate::model::Direction;
 pub use changepoint::{ChangePoint, detect_change_points};
 pub use compare::compare;
 pub use noise::{CommitObservation, MIN_HISTORY_CHANGES, NoiseModel, noise_model};
+pub use noise_window::{NOISE_HISTORY, NoiseWindow, noise_of_values, noise_windows};
 pub use sensitivity::{Sensitivity, SensitivityError, SensitivityOverrides};
 pub use tail::detect_tail_change;
 pub use verdict::{Verdict, VerdictKind};

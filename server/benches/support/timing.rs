@@ -15,13 +15,18 @@ use tower::ServiceExt;
 
 /// The application over `db`, with a fixed clock and `dir` for data.
 pub fn router(db: Db, dir: &Path) -> Router {
-    app(AppState::new(
+    app(state(db, dir))
+}
+
+/// The application's state over `db`, with a fixed clock and `dir` for data.
+pub fn state(db: Db, dir: &Path) -> AppState {
+    AppState::new(
         db,
         Arc::new(ManualClock::at(0)),
         LeaseSettings::default(),
         dir.to_owned(),
         "http://127.0.0.1:8080".into(),
-    ))
+    )
 }
 
 /// The median of `values`.

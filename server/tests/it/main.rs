@@ -18,6 +18,7 @@ mod hostile;
 mod lease;
 mod listener;
 mod metrics;
+mod noise;
 mod openapi;
 mod out_of_order;
 mod spine;

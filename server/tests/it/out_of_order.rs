@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::api::{TestApp, specs};
 
-fn change_at(commit_id: i64, position: i64) -> FoundChange {
+pub fn change_at(commit_id: i64, position: i64) -> FoundChange {
     FoundChange {
         commit_id,
         previous_id: None,
