@@ -14,7 +14,8 @@ use kymo_core::stats::{
     detect_tail_change, noise_windows,
 };
 
-use crate::error::AppResult;
+use crate::error::{AppError, AppResult};
+use crate::low_priority;
 use crate::state::AppState;
 
 /// Re-analyses every series measured by `run_id`; returns the ids of regressions and
@@ -81,10 +82,21 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
         let sensitivity = sensitivity_for(repository_rules, &s.benchmark);
         let direction = Direction::parse(&s.direction).unwrap_or(Direction::Lower);
         let points = state.db.analysis_points(s.id).await?;
-        let found = changes_in(&points, direction, &sensitivity);
+        let last_commit = points.last().map(|p| p.commit_id);
+        // Seconds of CPU for a thousand long series: kept off the threads that answer pages.
+        let (found, windows) = low_priority::run(move || {
+            (
+                changes_in(&points, direction, &sensitivity),
+                noise_in(&points),
+            )
+        })
+        .await
+        .ok_or_else(|| {
+            AppError::Internal(anyhow::anyhow!("the analysis of series {} failed", s.id))
+        })?;
         created.extend(state.db.record_changes(s.id, &found, state.now()).await?);
-        if let Some(last) = points.last() {
-            noise.push((s.id, last.commit_id, noise_in(&points)));
+        if let Some(last_commit) = last_commit {
+            noise.push((s.id, last_commit, windows));
         }
     }
     // One transaction for all: a thousand series measured by one run are one write.
