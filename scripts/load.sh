@@ -80,13 +80,6 @@ for page in "${pages[@]}"; do
   wrk -t"$threads" -c"$connections" -d"${page_seconds}s" --latency "$url$page" >"$work/wrk-page.txt"
   summarise "\`$page\` alone, ${page_seconds} s" "$work/wrk-page.txt"
 done
-# The same pages for logged-in readers, whose requests carry a cookie: the response cache
-# steps aside, so every request is computed (the cost of a cache miss, at load).
-for page in "${pages[@]}"; do
-  wrk -t"$threads" -c"$connections" -d"${page_seconds}s" --latency -H 'Cookie: reader=1' \
-    "$url$page" >"$work/wrk-page.txt"
-  summarise "\`$page\` computed every time, ${page_seconds} s" "$work/wrk-page.txt"
-done
 
 # The mix: every page in turn on every connection, with uploads alongside.
 {
@@ -133,6 +126,18 @@ times=$(awk '{print $2}' "$work/uploads.txt" | sort -n)
 p50=$(echo "$times" | awk -v n="$n" 'NR == int((n + 1) / 2) {print $1}')
 p99=$(echo "$times" | awk -v n="$n" 'NR == int(n * 0.99 + 0.5) {print $1}')
 echo "uploads during the mix: $n sent, $ok stored (201), p50 ${p50}s, p99 ${p99}s, $((n * 1000)) measurements offered"
+
+echo
+echo "| page, computed every time | requests/s | p50 | p99 | errors |"
+echo "|---|---|---|---|---|"
+# The same pages for logged-in readers, whose requests carry a cookie: the response cache
+# steps aside, so every request is computed (the cost of a cache miss, at load). Last, because
+# the requests wrk gives up on are still computed after it stops.
+for page in "${pages[@]}"; do
+  wrk -t"$threads" -c"$connections" -d"${page_seconds}s" --latency -H 'Cookie: reader=1' \
+    "$url$page" >"$work/wrk-page.txt"
+  summarise "\`$page\`, ${page_seconds} s" "$work/wrk-page.txt"
+done
 echo "response cache: $(curl -s "$url/metrics" | awk '/^kymo_response_cache_served_total/ {sub(/.*served="/, ""); sub(/"}/, ""); printf "%s ", $0}')"
 peak=$(sort -n "$work/rss.txt" | tail -1)
 echo "server RSS: peak $((peak / 1024)) MiB (VmHWM $(awk '/VmHWM/ {print int($2 / 1024)}' /proc/$server/status) MiB)"
