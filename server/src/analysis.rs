@@ -72,8 +72,8 @@ pub async fn analyse_repository(state: &AppState, repository_id: i64) -> AppResu
 
 async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResult<Vec<i64>> {
     let mut rules: HashMap<i64, Vec<SensitivityRule>> = HashMap::new();
-    let mut created = Vec::new();
     let mut noise = Vec::with_capacity(series.len());
+    let mut changes = Vec::with_capacity(series.len());
     for s in series {
         let repository_rules = match rules.entry(s.repository_id) {
             Entry::Occupied(known) => known.into_mut(),
@@ -83,7 +83,7 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
         let direction = Direction::parse(&s.direction).unwrap_or(Direction::Lower);
         let points = state.db.analysis_points(s.id).await?;
         let last_commit = points.last().map(|p| p.commit_id);
-        // Seconds of CPU for a thousand long series: kept off the threads that answer pages.
+        // The analysis's CPU work, kept off the threads that answer pages.
         let (found, windows) = low_priority::run(move || {
             (
                 changes_in(&points, direction, &sensitivity),
@@ -94,12 +94,17 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
         .ok_or_else(|| {
             AppError::Internal(anyhow::anyhow!("the analysis of series {} failed", s.id))
         })?;
-        created.extend(state.db.record_changes(s.id, &found, state.now()).await?);
+        changes.push((s.id, found));
         if let Some(last_commit) = last_commit {
             noise.push((s.id, last_commit, windows));
         }
     }
-    // One transaction for all: a thousand series measured by one run are one write.
+    // One transaction each for all series: a thousand series measured by one run are two
+    // writes, and the pages cached on the data version are recomputed once, not a thousand times.
+    let changes: Vec<(i64, &[FoundChange])> = (changes.iter())
+        .map(|(id, found)| (*id, found.as_slice()))
+        .collect();
+    let created = state.db.record_analysis(&changes, state.now()).await?;
     state.db.store_noise_windows(&noise, state.now()).await?;
     if !created.is_empty() {
         tracing::info!(new = created.len(), "change points found");

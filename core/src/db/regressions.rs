@@ -1,5 +1,7 @@
 //! Stored change points (regressions and improvements) and their triage.
 
+use sqlx::SqliteConnection;
+
 use super::{Db, DbError};
 
 /// A point of a series as the analysis reads it: every commit on the tracked branch.
@@ -165,99 +167,20 @@ impl Db {
         found: &[FoundChange],
         now: i64,
     ) -> Result<Vec<i64>, DbError> {
+        self.record_analysis(&[(series_id, found)], now).await
+    }
+
+    /// [`Db::record_changes`] for many series in one transaction: what an analysis found
+    /// appears at once, and moves the data version (and the pages cached on it) once.
+    pub async fn record_analysis(
+        &self,
+        analysed: &[(i64, &[FoundChange])],
+        now: i64,
+    ) -> Result<Vec<i64>, DbError> {
         let mut tx = self.begin_write().await?;
-        let existing = sqlx::query!(
-            r#"SELECT r.id, r.kind, r.commit_id, r.active AS "active: bool", c.position,
-                      p.position AS previous_position
-               FROM regressions r JOIN commits c ON c.id = r.commit_id
-                                  LEFT JOIN commits p ON p.id = r.previous_id
-               WHERE r.series_id = ?"#,
-            series_id
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        let mut matched = Vec::new();
         let mut created = Vec::new();
-        for change in found {
-            // The record at this very commit if there is one, else the nearest one: near the
-            // stored change point, or inside its suspect range (a bisection narrowing the range
-            // moves the change point by more than the margin). A record is never moved onto a
-            // commit another record holds: (series, commit) is unique, and results that arrive
-            // out of history order do move change points about.
-            let distance = |position: Option<i64>| position.map(|p| (p - change.position).abs());
-            let inside = |previous: Option<i64>, position: Option<i64>| {
-                previous.is_some_and(|prev| prev < change.position)
-                    && position.is_some_and(|p| change.position <= p)
-            };
-            let taken = existing.iter().any(|o| o.commit_id == change.commit_id);
-            let same = (existing.iter())
-                .filter(|e| e.kind == change.kind && !matched.contains(&e.id))
-                .filter(|e| {
-                    distance(e.position).is_some_and(|d| d <= SAME_CHANGE_MARGIN)
-                        || inside(e.previous_position, e.position)
-                })
-                .min_by_key(|e| (e.commit_id != change.commit_id, distance(e.position)))
-                .filter(|e| e.commit_id == change.commit_id || !taken);
-            let id = match same {
-                Some(e) => {
-                    sqlx::query!(
-                        r#"UPDATE regressions SET commit_id = ?1, previous_id = ?2, baseline = ?3, value = ?4,
-                               change_pct = ?5, ci_low_pct = ?6, ci_high_pct = ?7, p_value = ?8, noise_pct = ?9,
-                               segment_before = ?10, segment_after = ?11, method = ?12, active = 1, updated_at = ?13
-                           WHERE id = ?14
-                             AND (commit_id, previous_id, baseline, value, change_pct, ci_low_pct, ci_high_pct,
-                                  p_value, noise_pct, segment_before, segment_after, method, active)
-                                 IS NOT (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1)"#,
-                        change.commit_id, change.previous_id, change.baseline, change.value,
-                        change.change_pct, change.ci_low_pct, change.ci_high_pct, change.p_value,
-                        change.noise_pct, change.segment_before, change.segment_after, change.method,
-                        now, e.id
-                    )
-                    .execute(&mut *tx)
-                    .await?;
-                    e.id
-                }
-                None => {
-                    // A record of the other kind at this commit is revived, not replaced.
-                    let inserted = sqlx::query_scalar!(
-                        r#"INSERT INTO regressions (series_id, commit_id, previous_id, kind, baseline, value,
-                               change_pct, ci_low_pct, ci_high_pct, p_value, noise_pct, segment_before,
-                               segment_after, method, detected_at, updated_at)
-                           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                           ON CONFLICT (series_id, commit_id) DO UPDATE SET active = 1, updated_at = excluded.updated_at
-                           WHERE regressions.active = 0
-                           RETURNING id AS "id!" "#,
-                        series_id, change.commit_id, change.previous_id, change.kind, change.baseline,
-                        change.value, change.change_pct, change.ci_low_pct, change.ci_high_pct,
-                        change.p_value, change.noise_pct, change.segment_before, change.segment_after,
-                        change.method, now, now
-                    )
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                    // Nothing returned: an active record holds this commit and was left alone.
-                    let held = existing.iter().find(|e| e.commit_id == change.commit_id);
-                    let id = inserted.or(held.map(|e| e.id)).ok_or_else(|| {
-                        DbError::Conflict(format!(
-                            "no record of the change at commit {}",
-                            change.commit_id
-                        ))
-                    })?;
-                    if !existing.iter().any(|e| e.id == id) {
-                        created.push(id);
-                    }
-                    id
-                }
-            };
-            matched.push(id);
-        }
-        for e in (existing.iter()).filter(|e| e.active && !matched.contains(&e.id)) {
-            sqlx::query!(
-                "UPDATE regressions SET active = 0, updated_at = ? WHERE id = ?",
-                now,
-                e.id
-            )
-            .execute(&mut *tx)
-            .await?;
+        for (series_id, found) in analysed {
+            created.extend(record_series_changes(&mut tx, *series_id, found, now).await?);
         }
         tx.commit().await?;
         Ok(created)
@@ -364,4 +287,107 @@ impl Db {
         }
         Ok(())
     }
+}
+
+/// The records of one series' change points, written on `conn` (see [`Db::record_changes`]).
+async fn record_series_changes(
+    conn: &mut SqliteConnection,
+    series_id: i64,
+    found: &[FoundChange],
+    now: i64,
+) -> Result<Vec<i64>, DbError> {
+    let existing = sqlx::query!(
+        r#"SELECT r.id, r.kind, r.commit_id, r.active AS "active: bool", c.position,
+                  p.position AS previous_position
+           FROM regressions r JOIN commits c ON c.id = r.commit_id
+                              LEFT JOIN commits p ON p.id = r.previous_id
+           WHERE r.series_id = ?"#,
+        series_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut matched = Vec::new();
+    let mut created = Vec::new();
+    for change in found {
+        // The record at this very commit if there is one, else the nearest one: near the
+        // stored change point, or inside its suspect range (a bisection narrowing the range
+        // moves the change point by more than the margin). A record is never moved onto a
+        // commit another record holds: (series, commit) is unique, and results that arrive
+        // out of history order do move change points about.
+        let distance = |position: Option<i64>| position.map(|p| (p - change.position).abs());
+        let inside = |previous: Option<i64>, position: Option<i64>| {
+            previous.is_some_and(|prev| prev < change.position)
+                && position.is_some_and(|p| change.position <= p)
+        };
+        let taken = existing.iter().any(|o| o.commit_id == change.commit_id);
+        let same = (existing.iter())
+            .filter(|e| e.kind == change.kind && !matched.contains(&e.id))
+            .filter(|e| {
+                distance(e.position).is_some_and(|d| d <= SAME_CHANGE_MARGIN)
+                    || inside(e.previous_position, e.position)
+            })
+            .min_by_key(|e| (e.commit_id != change.commit_id, distance(e.position)))
+            .filter(|e| e.commit_id == change.commit_id || !taken);
+        let id = match same {
+            Some(e) => {
+                sqlx::query!(
+                    r#"UPDATE regressions SET commit_id = ?1, previous_id = ?2, baseline = ?3, value = ?4,
+                           change_pct = ?5, ci_low_pct = ?6, ci_high_pct = ?7, p_value = ?8, noise_pct = ?9,
+                           segment_before = ?10, segment_after = ?11, method = ?12, active = 1, updated_at = ?13
+                       WHERE id = ?14
+                         AND (commit_id, previous_id, baseline, value, change_pct, ci_low_pct, ci_high_pct,
+                              p_value, noise_pct, segment_before, segment_after, method, active)
+                             IS NOT (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1)"#,
+                    change.commit_id, change.previous_id, change.baseline, change.value,
+                    change.change_pct, change.ci_low_pct, change.ci_high_pct, change.p_value,
+                    change.noise_pct, change.segment_before, change.segment_after, change.method,
+                    now, e.id
+                )
+                .execute(&mut *conn)
+                .await?;
+                e.id
+            }
+            None => {
+                // A record of the other kind at this commit is revived, not replaced.
+                let inserted = sqlx::query_scalar!(
+                    r#"INSERT INTO regressions (series_id, commit_id, previous_id, kind, baseline, value,
+                           change_pct, ci_low_pct, ci_high_pct, p_value, noise_pct, segment_before,
+                           segment_after, method, detected_at, updated_at)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       ON CONFLICT (series_id, commit_id) DO UPDATE SET active = 1, updated_at = excluded.updated_at
+                       WHERE regressions.active = 0
+                       RETURNING id AS "id!" "#,
+                    series_id, change.commit_id, change.previous_id, change.kind, change.baseline,
+                    change.value, change.change_pct, change.ci_low_pct, change.ci_high_pct,
+                    change.p_value, change.noise_pct, change.segment_before, change.segment_after,
+                    change.method, now, now
+                )
+                .fetch_optional(&mut *conn)
+                .await?;
+                // Nothing returned: an active record holds this commit and was left alone.
+                let held = existing.iter().find(|e| e.commit_id == change.commit_id);
+                let id = inserted.or(held.map(|e| e.id)).ok_or_else(|| {
+                    DbError::Conflict(format!(
+                        "no record of the change at commit {}",
+                        change.commit_id
+                    ))
+                })?;
+                if !existing.iter().any(|e| e.id == id) {
+                    created.push(id);
+                }
+                id
+            }
+        };
+        matched.push(id);
+    }
+    for e in (existing.iter()).filter(|e| e.active && !matched.contains(&e.id)) {
+        sqlx::query!(
+            "UPDATE regressions SET active = 0, updated_at = ? WHERE id = ?",
+            now,
+            e.id
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(created)
 }

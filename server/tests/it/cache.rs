@@ -182,3 +182,52 @@ async fn many_readers_of_a_page_not_yet_kept_compute_it_once() {
     );
     assert!(answers.iter().all(|(_, body)| *body == answers[0].1));
 }
+
+/// How often the data version moves for the upload of the last of 20 commits, whose series
+/// all stepped up by 30 % at the 13th (the analysis of each upload updates their records).
+async fn version_moves_for_a_step_in(series: usize) -> (u64, usize) {
+    let app = TestApp::new().await;
+    let (repo, first) = app.with_repo().await;
+    let upload = |sha: &str, level: f64| {
+        let benchmarks: Vec<_> = (0..series)
+            .map(|b| {
+                let samples: Vec<f64> = (0..5).map(|i| level + b as f64 + i as f64 * 0.1).collect();
+                json!({ "name": format!("b{b}"), "metrics": [{ "name": "time", "unit": "ns",
+                    "direction": "lower", "value": samples[2], "samples": samples }] })
+            })
+            .collect();
+        json!({ "commit": sha, "specs": crate::api::specs(),
+                "suites": [{ "suite": "s", "results": { "benchmarks": benchmarks } }] })
+    };
+    let mut sha = first;
+    let mut moves = 0;
+    for i in 0..20 {
+        let level = if i < 12 { 100.0 } else { 130.0 } + (i % 3) as f64 * 0.3;
+        let before = settled_version(&app.state.db).await;
+        let (status, _) = app
+            .post("/api/v1/repos/r/results", &upload(&sha, level))
+            .await;
+        assert_eq!(status, StatusCode::CREATED);
+        moves = settled_version(&app.state.db).await - before;
+        sha = repo.commit(&[("f", &i.to_string())], "next");
+    }
+    let (_, found) = app.get("/api/v1/repos/r/regressions").await;
+    (moves, found.as_array().unwrap().len())
+}
+
+#[tokio::test]
+async fn an_analysis_moves_the_version_as_often_for_200_series_as_for_20() {
+    let (few, few_found) = version_moves_for_a_step_in(20).await;
+    let (many, many_found) = version_moves_for_a_step_in(200).await;
+    assert_eq!(
+        (few_found, many_found),
+        (20, 200),
+        "each series has its regression"
+    );
+    // The commit, the run, the analysis' records, its noise windows: a transaction each, not
+    // one per series.
+    assert_eq!(
+        few, many,
+        "20 series moved it {few} times, 200 series {many} times"
+    );
+}
