@@ -12,7 +12,7 @@ use serde_json::json;
 use tower::ServiceExt;
 
 use crate::api::TestApp;
-use crate::eco::{Raw, raw, stepped};
+use crate::eco::{Raw, raw, send_with, stepped};
 
 fn served(response: &Raw) -> Option<&str> {
     response
@@ -125,17 +125,9 @@ async fn personal_and_failed_requests_are_never_served_from_the_cache() {
         ("cookie", cookie.as_str()),
         ("authorization", token.as_str()),
     ] {
-        let request = Request::builder()
-            .uri(page)
-            .header(name, value)
-            .body(Body::empty())
-            .unwrap();
-        let response = kymo_server::app(app.state())
-            .oneshot(request)
-            .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::OK);
-        assert!(response.headers().get(CACHE_HEADER).is_none(), "{name}");
+        let response = send_with(&app, Method::GET, page, &[(name, value)]).await;
+        assert_eq!(response.status, StatusCode::OK);
+        assert_eq!(served(&response), None, "{name}");
     }
 
     for _ in 0..2 {

@@ -28,12 +28,19 @@ pub async fn raw(app: &TestApp, path: &str) -> Raw {
 
 /// Sends `method path` (with a `Host`, as browsers do) through the router.
 pub async fn send(app: &TestApp, method: Method, path: &str) -> Raw {
-    let request = Request::builder()
+    send_with(app, method, path, &[]).await
+}
+
+/// [`send`] with more request headers.
+pub async fn send_with(app: &TestApp, method: Method, path: &str, headers: &[(&str, &str)]) -> Raw {
+    let mut request = Request::builder()
         .method(method)
         .uri(path)
-        .header(header::HOST, "bench.example")
-        .body(Body::empty())
-        .unwrap();
+        .header(header::HOST, "bench.example");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(Body::empty()).unwrap();
     let response = kymo_server::app(app.state())
         .oneshot(request)
         .await
