@@ -1,6 +1,8 @@
 //! Push notifications: webhook secrets and deliveries, polling schedules, and the commits of
 //! the tracked branch that a push added.
 
+use sqlx::SqliteConnection;
+
 use super::{Db, DbError};
 
 /// One webhook delivery as the deliveries page shows it.
@@ -92,6 +94,9 @@ impl Db {
         )
         .fetch_optional(&mut *tx)
         .await?;
+        if delivery.outcome == "rejected" {
+            prune_rejected(&mut tx, KEPT_REJECTED_DELIVERIES).await?;
+        }
         tx.commit().await?;
         id.ok_or_else(|| {
             DbError::Conflict(format!(
@@ -99,6 +104,14 @@ impl Db {
                 delivery.provider, delivery.delivery
             ))
         })
+    }
+
+    /// Deletes refused deliveries but the newest `keep`; returns how many went.
+    pub async fn prune_rejected_deliveries(&self, keep: i64) -> Result<u64, DbError> {
+        let mut tx = self.begin_write().await?;
+        let deleted = prune_rejected(&mut tx, keep).await?;
+        tx.commit().await?;
+        Ok(deleted)
     }
 
     /// Updates a delivery's outcome once its push has been processed.
@@ -205,4 +218,22 @@ impl Db {
                 .flatten(),
         )
     }
+}
+
+/// Refused deliveries kept for the deliveries page. Anyone can send them (forged, for unknown
+/// repositories), so without a bound a flood would grow the table until the rate limit or the
+/// disk stops it; accepted ones are one per push and are all kept.
+pub const KEPT_REJECTED_DELIVERIES: i64 = 10_000;
+
+async fn prune_rejected(conn: &mut SqliteConnection, keep: i64) -> Result<u64, DbError> {
+    Ok(sqlx::query!(
+        r#"DELETE FROM webhook_deliveries
+           WHERE outcome = 'rejected'
+             AND id <= (SELECT id FROM webhook_deliveries WHERE outcome = 'rejected'
+                        ORDER BY id DESC LIMIT 1 OFFSET ?)"#,
+        keep
+    )
+    .execute(&mut *conn)
+    .await?
+    .rows_affected())
 }

@@ -393,3 +393,46 @@ fn a_polled_repository_notices_new_commits_without_a_webhook() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
 }
+
+#[tokio::test]
+async fn refused_deliveries_are_pruned_to_the_newest_and_accepted_ones_kept() {
+    use kymo_core::db::{Db, NewDelivery};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("kymo.db")).await.unwrap();
+    fn delivery<'a>(id: &'a str, outcome: &'a str) -> NewDelivery<'a> {
+        NewDelivery {
+            provider: "github",
+            delivery: id,
+            event: "push",
+            repository_id: None,
+            outcome,
+            status: if outcome == "rejected" { 401 } else { 200 },
+            detail: "x",
+        }
+    }
+    for i in 0..5 {
+        db.record_delivery(&delivery(&format!("ok-{i}"), "ignored"), i)
+            .await
+            .unwrap();
+    }
+    for i in 0..30 {
+        db.record_delivery(&delivery(&format!("forged-{i}"), "rejected"), 10 + i)
+            .await
+            .unwrap();
+    }
+    assert_eq!(db.prune_rejected_deliveries(10).await.unwrap(), 20);
+    let kept = db.deliveries(100).await.unwrap();
+    let rejected: Vec<&str> = (kept.iter())
+        .filter(|d| d.outcome == "rejected")
+        .map(|d| d.delivery.as_str())
+        .collect();
+    assert_eq!(rejected.len(), 10);
+    assert!(rejected.contains(&"forged-29") && rejected.contains(&"forged-20"));
+    assert!(!rejected.contains(&"forged-19"), "the oldest went first");
+    assert_eq!(
+        kept.len() - rejected.len(),
+        5,
+        "accepted deliveries are all kept"
+    );
+    assert_eq!(db.prune_rejected_deliveries(10).await.unwrap(), 0);
+}
