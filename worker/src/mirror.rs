@@ -162,11 +162,14 @@ impl Mirror {
     /// Clones beside the final place and renames, so that an interrupted clone never leaves
     /// a half-filled mirror where the next job would open it.
     fn clone_fresh(mirrors: &Path, path: &Path, url: &str) -> Result<Repository, MirrorError> {
-        fs::create_dir_all(mirrors).map_err(io(format!("creating {}", mirrors.display())))?;
-        let partial = path.with_extension(format!("partial-{}", std::process::id()));
+        let partials = mirrors.join(PARTIAL_DIR);
+        fs::create_dir_all(&partials).map_err(io(format!("creating {}", partials.display())))?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        remove_abandoned_clones(&partials, &name);
+        let partial = partials.join(format!("{name}.{}", std::process::id()));
         remove_if_present(&partial)?;
         // Only a mirror that cannot be opened gets here: a leftover of a broken disk or an
-        // older layout, not a clone in progress (those live under `partial`).
+        // older layout, not a clone in progress (those live under PARTIAL_DIR).
         remove_if_present(path)?;
         let result = Self::clone_into(&partial, url).and_then(|()| {
             fs::rename(&partial, path)
@@ -382,6 +385,31 @@ fn info_of(commit: &git2::Commit<'_>) -> CommitInfo {
         time: commit.time().seconds(),
         message: String::from_utf8_lossy(commit.message_bytes()).into_owned(),
     }
+}
+
+/// Where clones in progress live, as `<mirror>.<pid>`: beside the mirrors, under a name no
+/// mirror can have (mirror names never start with a dot).
+const PARTIAL_DIR: &str = ".partial";
+
+/// Removes the clones of mirror `name` left by processes that are gone (a worker killed
+/// mid-clone), so that they do not pile up; a clone by a live process sharing the cache stays.
+fn remove_abandoned_clones(partials: &Path, name: &str) {
+    let Ok(entries) = fs::read_dir(partials) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let pid = (file.to_str())
+            .and_then(|f| f.strip_prefix(name)?.strip_prefix('.')?.parse::<u32>().ok());
+        if pid.is_some_and(|pid| pid != std::process::id() && !process_alive(pid)) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether process `pid` runs; where that cannot be told, it is taken to run.
+fn process_alive(pid: u32) -> bool {
+    !cfg!(target_os = "linux") || Path::new("/proc").join(pid.to_string()).exists()
 }
 
 fn remove_if_present(path: &Path) -> Result<(), MirrorError> {
@@ -745,8 +773,37 @@ mod tests {
         assert!(error.to_string().contains("no-such-repo"), "{error}");
         let left: Vec<_> = fs::read_dir(cache.path().join("mirrors"))
             .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| name != PARTIAL_DIR)
             .collect();
         assert!(left.is_empty(), "{left:?}");
+        let partials = cache.path().join("mirrors").join(PARTIAL_DIR);
+        assert_eq!(fs::read_dir(partials).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn clones_left_by_killed_processes_are_removed_and_live_ones_kept() {
+        let mut source = Source::new();
+        source.commit("main", &[("a", "1")], "first", &[]);
+        let cache = tempfile::tempdir().unwrap();
+        let partials = cache.path().join("mirrors").join(PARTIAL_DIR);
+        // pid 1 always runs; no process has a pid past the kernel's limit (at most 2^22).
+        let clone_of = |name: &str, pid: u32| {
+            partials.join(format!("{}.{pid}", mirror_dir_name(name).unwrap()))
+        };
+        let gone = clone_of("demo", 4_999_999);
+        let running = clone_of("demo", 1);
+        let other_mirror = clone_of("demo-two", 4_999_999);
+        for dir in [&gone, &running, &other_mirror] {
+            fs::create_dir_all(dir.join("objects")).unwrap();
+        }
+        Mirror::open_or_clone(cache.path(), "demo", &source.url()).unwrap();
+        assert!(!gone.exists(), "a dead process's clone is removed");
+        assert!(running.exists(), "a running process's clone stays");
+        assert!(
+            other_mirror.exists(),
+            "another mirror's clone is its own clone's business"
+        );
     }
 
     #[test]
@@ -780,6 +837,8 @@ mod tests {
             }
         });
         let entries = fs::read_dir(cache.path().join("mirrors")).unwrap().count();
-        assert_eq!(entries, 1, "one mirror, no leftovers");
+        assert_eq!(entries, 2, "one mirror and the clones' directory");
+        let partials = cache.path().join("mirrors").join(PARTIAL_DIR);
+        assert_eq!(fs::read_dir(partials).unwrap().count(), 0, "no leftovers");
     }
 }
