@@ -9,6 +9,9 @@
 //! reader in the moment between the two (which may not yet see the commit) is never taken
 //! for current. A transaction that changed no row moves nothing: re-analysing a series to the
 //! same result leaves cached pages in place.
+//!
+//! The update hook does not see changes to `WITHOUT ROWID` tables, nor a `DELETE` without a
+//! `WHERE` clause (SQLite truncates the table instead): kymo's schema and queries use neither.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
