@@ -4,6 +4,8 @@
 //! The outbox is what makes delivery safe: a message is a row before it is a request, a row
 //! exists at most once per (channel, regression), and every attempt is logged.
 
+use std::collections::HashMap;
+
 use super::{Db, DbError};
 
 /// The kinds of alert channel: a generic JSON body, a Slack or a Discord incoming webhook.
@@ -66,7 +68,7 @@ pub struct DueDelivery {
 }
 
 /// A row of either outbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutboxItem {
     Alert(i64),
     CommitStatus(i64),
@@ -346,11 +348,13 @@ impl Db {
         )
         .fetch_all(&self.reader)
         .await?;
+        let items: Vec<OutboxItem> = rows.iter().map(|r| OutboxItem::Alert(r.id)).collect();
+        let mut logs = self.attempt_logs(&items).await?;
         let mut deliveries = Vec::with_capacity(rows.len());
         for r in rows {
             deliveries.push(DeliveryRow {
                 progress: OutboxProgress {
-                    log: self.attempt_log(OutboxItem::Alert(r.id)).await?,
+                    log: logs.remove(&OutboxItem::Alert(r.id)).unwrap_or_default(),
                     state: r.state,
                     attempts: r.attempts,
                     next_attempt_at: r.next_attempt_at,
@@ -367,18 +371,44 @@ impl Db {
         Ok(deliveries)
     }
 
-    /// The logged attempts at one outbox row, oldest first.
-    pub(super) async fn attempt_log(&self, item: OutboxItem) -> Result<Vec<AttemptRow>, DbError> {
-        let (delivery, post) = item.ids();
-        Ok(sqlx::query_as!(
-            AttemptRow,
-            r#"SELECT attempt, at, http_status, error FROM alert_attempts
-               WHERE delivery_id = ? OR status_post_id = ? ORDER BY id"#,
-            delivery,
-            post
+    /// The logged attempts at each of `items`, oldest first, in one query (a listing shows
+    /// every row with its log).
+    pub(super) async fn attempt_logs(
+        &self,
+        items: &[OutboxItem],
+    ) -> Result<HashMap<OutboxItem, Vec<AttemptRow>>, DbError> {
+        let (deliveries, posts): (Vec<_>, Vec<_>) = items.iter().map(|item| item.ids()).unzip();
+        let ids = |ids: Vec<Option<i64>>| {
+            serde_json::to_string(&ids.into_iter().flatten().collect::<Vec<i64>>())
+                .expect("integers serialize")
+        };
+        let (deliveries, posts) = (ids(deliveries), ids(posts));
+        let rows = sqlx::query!(
+            r#"SELECT delivery_id, status_post_id, attempt, at, http_status, error
+               FROM alert_attempts
+               WHERE delivery_id IN (SELECT value FROM json_each(?))
+                  OR status_post_id IN (SELECT value FROM json_each(?))
+               ORDER BY id"#,
+            deliveries,
+            posts
         )
         .fetch_all(&self.reader)
-        .await?)
+        .await?;
+        let mut logs: HashMap<OutboxItem, Vec<AttemptRow>> = HashMap::new();
+        for r in rows {
+            let item = match (r.delivery_id, r.status_post_id) {
+                (Some(id), _) => OutboxItem::Alert(id),
+                (None, Some(id)) => OutboxItem::CommitStatus(id),
+                (None, None) => continue,
+            };
+            logs.entry(item).or_default().push(AttemptRow {
+                attempt: r.attempt,
+                at: r.at,
+                http_status: r.http_status,
+                error: r.error,
+            });
+        }
+        Ok(logs)
     }
 }
 

@@ -288,11 +288,17 @@ impl Db {
         )
         .fetch_all(&self.reader)
         .await?;
+        let items: Vec<OutboxItem> = (rows.iter())
+            .map(|r| OutboxItem::CommitStatus(r.id))
+            .collect();
+        let mut logs = self.attempt_logs(&items).await?;
         let mut posts = Vec::with_capacity(rows.len());
         for r in rows {
             posts.push(StatusPostRow {
                 progress: OutboxProgress {
-                    log: self.attempt_log(OutboxItem::CommitStatus(r.id)).await?,
+                    log: logs
+                        .remove(&OutboxItem::CommitStatus(r.id))
+                        .unwrap_or_default(),
                     state: r.state,
                     attempts: r.attempts,
                     next_attempt_at: r.next_attempt_at,
