@@ -110,7 +110,11 @@ enum Plan {
 impl ResponseCache {
     fn plan(&self, key: &str, version: u64, now: i64) -> Plan {
         let mut entries = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let slot = entries.slots.entry(key.to_owned()).or_default();
+        // Looked up before inserting, so that a hit does not copy the key.
+        if !entries.slots.contains_key(key) {
+            entries.slots.insert(key.to_owned(), Slot::default());
+        }
+        let slot = entries.slots.get_mut(key).expect("inserted above");
         let ready = slot.ready.as_ref();
         if let Some(kept) = ready.filter(|k| k.version == version && now - k.at < MAX_AGE) {
             return Plan::Serve(kept.clone(), "hit");

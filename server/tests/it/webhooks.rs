@@ -74,6 +74,17 @@ fn job_count(server: &KymoServer) -> usize {
 }
 
 /// A source repository with a suite, cloned bare; the server tracks the bare one.
+/// Commits a slower bench.sh to `source` and pushes it to the tracked bare clone; its sha.
+fn push_second_commit(source: &TestRepo, bare: &tempfile::TempDir) -> String {
+    let head = source.commit(&[("bench.sh", &bench_script(101.0))], "second");
+    let bare_path = bare.path().join("app.git");
+    git(
+        source.path(),
+        &["push", "--quiet", bare_path.to_str().unwrap(), "main"],
+    );
+    head
+}
+
 fn tracked_bare(server: &KymoServer, extra: &[&str]) -> (TestRepo, tempfile::TempDir) {
     let source = TestRepo::new();
     source.commit(
@@ -182,11 +193,7 @@ fn unsigned_forged_replayed_and_oversized_deliveries_change_nothing() {
     let server = KymoServer::start(&["--no-worker"]);
     let (source, bare) = tracked_bare(&server, &["--webhook-secret", SECRET]);
     let bare_path = bare.path().join("app.git");
-    let head = source.commit(&[("bench.sh", &bench_script(101.0))], "second");
-    git(
-        source.path(),
-        &["push", "--quiet", bare_path.to_str().unwrap(), "main"],
-    );
+    let head = push_second_commit(&source, &bare);
     let body = github_push("main", &"0".repeat(40), &head, bare_path.to_str().unwrap());
     let signed = format!("sha256={}", sign_hmac_sha256(SECRET, &body));
     let forged = format!("sha256={}", sign_hmac_sha256("not-the-secret", &body));
@@ -258,12 +265,7 @@ fn unsigned_forged_replayed_and_oversized_deliveries_change_nothing() {
 fn gitlab_and_gitea_deliveries_and_pings_are_understood() {
     let server = KymoServer::start(&["--no-worker"]);
     let (source, bare) = tracked_bare(&server, &["--webhook-secret", SECRET]);
-    let bare_path = bare.path().join("app.git");
-    let head = source.commit(&[("bench.sh", &bench_script(101.0))], "second");
-    git(
-        source.path(),
-        &["push", "--quiet", bare_path.to_str().unwrap(), "main"],
-    );
+    let head = push_second_commit(&source, &bare);
 
     let ping = br#"{"zen":"Keep it logically awesome.","hook_id":1}"#;
     let sig = sign_hmac_sha256(SECRET, ping);
@@ -365,16 +367,7 @@ fn a_repository_without_a_secret_refuses_deliveries_and_bad_settings_are_refused
 fn a_polled_repository_notices_new_commits_without_a_webhook() {
     let server = KymoServer::start(&["--no-worker"]);
     let (source, bare) = tracked_bare(&server, &["--poll", "10"]);
-    let head = source.commit(&[("bench.sh", &bench_script(101.0))], "second");
-    git(
-        source.path(),
-        &[
-            "push",
-            "--quiet",
-            bare.path().join("app.git").to_str().unwrap(),
-            "main",
-        ],
-    );
+    let head = push_second_commit(&source, &bare);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
     loop {
         let jobs = server.get_json("/api/v1/jobs");
