@@ -1,5 +1,6 @@
 //! Figures for the spine: ingest throughput into SQLite and the render time of a benchmark
-//! page whose series has 1,000 commits. Run with `cargo bench -p kymo-server --bench spine`.
+//! page whose series has 1,000 commits. Run with `cargo bench -p kymo-server --bench spine`;
+//! `-- ingest` measures ingest alone.
 //! Prints medians over repetitions; the machine is shared, so compare ratios within one run.
 
 #[path = "support/synthetic.rs"]
@@ -69,6 +70,9 @@ async fn main() {
         rates.iter().copied().fold(0.0, f64::max),
     );
 
+    if std::env::args().any(|arg| arg == "ingest") {
+        return;
+    }
     // One benchmark with 1,000 commits of results (one metric), for the page render.
     for commit in 0..COMMITS {
         let mut suites = suite(commit, 1);

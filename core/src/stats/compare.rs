@@ -12,6 +12,8 @@
 //! commit-to-commit changes) gets
 //! `Inconclusive`, never a regression, for a large significant shift.
 
+use std::cell::RefCell;
+
 use crate::model::Direction;
 
 use super::distribution::{normal_cdf, students_t_quantile, students_t_sf};
@@ -94,7 +96,7 @@ pub fn compare(
         // differences between consecutive commits, with t quantiles for the estimated spread.
         let (p, half_width) = if sd > 0.0 {
             let t = delta / sd;
-            let half_width = students_t_quantile(1.0 - s.alpha / 2.0, df) * sd;
+            let half_width = t_quantile(1.0 - s.alpha / 2.0, df) * sd;
             ((2.0 * students_t_sf(t.abs(), df)).min(1.0), half_width)
         } else {
             (if delta == 0.0 { 1.0 } else { 0.0 }, 0.0)
@@ -142,12 +144,38 @@ fn widened(k: f64, df: f64) -> f64 {
     if k <= 0.0 || df > 1e6 {
         return k;
     }
-    let widened = students_t_quantile(normal_cdf(k), df);
+    let widened = t_quantile(normal_cdf(k), df);
     if widened.is_finite() {
         widened
     } else {
         f64::MAX
     }
+}
+
+/// How many t quantiles each thread remembers.
+const REMEMBERED_QUANTILES: usize = 4;
+
+thread_local! {
+    /// The t quantiles this thread computed last, as (p, df) bits and value. A compare of
+    /// a thousand series asks for the same two or three again and again (one multiplier,
+    /// one confidence, histories of the same length), and each costs a root search over
+    /// the incomplete beta function: about 7 µs, most of a verdict's time.
+    static QUANTILES: RefCell<[(u64, u64, f64); REMEMBERED_QUANTILES]> =
+        const { RefCell::new([(u64::MAX, u64::MAX, f64::NAN); REMEMBERED_QUANTILES]) };
+}
+
+/// [`students_t_quantile`], remembered for the last few (p, df) pairs asked on this thread.
+fn t_quantile(p: f64, df: f64) -> f64 {
+    let key = (p.to_bits(), df.to_bits());
+    QUANTILES.with_borrow_mut(|remembered| {
+        if let Some(&(_, _, value)) = remembered.iter().find(|e| (e.0, e.1) == key) {
+            return value;
+        }
+        let value = students_t_quantile(p, df);
+        remembered.rotate_right(1);
+        remembered[0] = (key.0, key.1, value);
+        value
+    })
 }
 
 /// Without history, the run-to-run spread is unknown; samples only show the spread within
@@ -173,6 +201,27 @@ mod tests {
 
     fn samples(rng: &mut Rng, n: usize, level: f64, cv: f64) -> Vec<f64> {
         (0..n).map(|_| level * (1.0 + cv * rng.normal())).collect()
+    }
+
+    #[test]
+    fn remembered_t_quantiles_are_the_computed_ones() {
+        let asked = [
+            (0.975, 3.0),
+            (0.9, 10.0),
+            (0.975, 3.0),
+            (0.99, 1.5),
+            (0.6, 7.0),
+        ];
+        for _ in 0..3 {
+            for (p, df) in asked.into_iter().chain([(0.8, 2.0), (0.975, 3.0)]) {
+                assert_eq!(
+                    t_quantile(p, df),
+                    students_t_quantile(p, df),
+                    "p {p} df {df}"
+                );
+            }
+        }
+        assert!(t_quantile(2.0, 3.0).is_nan());
     }
 
     /// A long, very quiet history at level 100 (0.1 % noise).

@@ -188,6 +188,54 @@ async fn an_upload_is_stored_under_the_uploaders_fingerprint() {
 }
 
 #[tokio::test]
+async fn an_upload_of_known_and_new_series_stores_each_measurement_once() {
+    let app = TestApp::new().await;
+    let (_repo, sha) = app.with_repo().await;
+    let (status, _) = app
+        .post("/api/v1/repos/r/results", &upload(&sha, json!(1.0)))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    // `b`/`time` exists now; `b`/`alloc` and `c`/`time` are new.
+    let mut mixed = upload(&sha, json!(2.0));
+    let metric = |name: &str, value: f64| json!({ "name": name, "unit": "ns", "direction": "lower", "value": value });
+    let benchmarks = mixed["suites"][0]["results"]["benchmarks"]
+        .as_array_mut()
+        .unwrap();
+    benchmarks[0]["metrics"]
+        .as_array_mut()
+        .unwrap()
+        .push(metric("alloc", 3.0));
+    benchmarks.push(json!({ "name": "c", "metrics": [metric("time", 4.0)] }));
+    let (status, answer) = app.post("/api/v1/repos/r/results", &mixed).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["measurements"], 3);
+
+    let repository = app.state.db.repository("r").await.unwrap();
+    let commit = app.state.db.commit(repository.id, &sha).await.unwrap();
+    let mut stored: Vec<(String, String, f64)> = (app.state.db)
+        .commit_measurements(commit.id, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.benchmark, m.metric, m.value))
+        .collect();
+    stored.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(
+        stored,
+        [
+            ("b".into(), "alloc".into(), 3.0),
+            ("b".into(), "time".into(), 2.0),
+            ("c".into(), "time".into(), 4.0)
+        ]
+    );
+    let counts = app.state.db.row_counts().await.unwrap();
+    assert_eq!(
+        (counts.benchmarks, counts.series, counts.measurements),
+        (2, 3, 4)
+    );
+}
+
+#[tokio::test]
 async fn malformed_and_hostile_uploads_are_refused_and_store_nothing() {
     let app = TestApp::new().await;
     let (_repo, sha) = app.with_repo().await;
