@@ -1,6 +1,7 @@
 //! Figures at scale (issue "Trust"): the render time of a 10,000-point trend SVG, and of the
 //! compare page for two commits of 1,000 benchmarks each with 100 commits of history, first
-//! reading that history, then with the noise models the analysis stores. Run with
+//! reading that history, then with the noise models the analysis stores; and the verdicts
+//! alone, 1,000 at a time, for three shapes of data. Run with
 //! `cargo bench -p kymo-server --bench scale`. Prints medians; the machine is shared, so quote
 //! them with the load at the time (see RELIABILITY.md).
 
@@ -15,6 +16,7 @@ use std::time::Instant;
 use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
+use kymo_core::stats::{NoiseModel, Sensitivity, compare};
 use kymo_server::analysis::analyse_repository;
 use kymo_server::chart::{TrendChart, TrendPoint, render_trend_svg};
 use synthetic::{Synthetic, sha};
@@ -126,8 +128,59 @@ async fn compare_page() {
     );
 }
 
+/// 1,000 per-commit verdicts against a noise history, as a compare of 1,000 series judges
+/// them: single values, five distinct samples a side, and five samples a side that tie.
+fn verdicts() {
+    let noise = NoiseModel {
+        level: 100.0,
+        between_commit_sd: 1.0,
+        between_commit_pct: 1.0,
+        within_run_cv_pct: None,
+        changes: 99,
+        samples_per_commit: 1,
+    };
+    let sensitivity = Sensitivity::default();
+    fn side(start: f64, step: f64, count: usize) -> Vec<f64> {
+        (0..count).map(|k| start + k as f64 * step).collect()
+    }
+    let shapes: [(&str, fn(usize) -> (Vec<f64>, Vec<f64>)); 3] = [
+        ("single values", |i| {
+            (vec![100.0 + i as f64 * 1e-3], vec![101.0])
+        }),
+        ("five samples", |i| {
+            (side(100.0 + i as f64 * 1e-3, 0.37, 5), side(100.5, 0.41, 5))
+        }),
+        ("five tied samples", |_| {
+            (side(100.0, 1.0, 5), side(101.0, 1.0, 5))
+        }),
+    ];
+    for (shape, data) in shapes {
+        let inputs: Vec<(Vec<f64>, Vec<f64>)> = (0..COMPARE_BENCHMARKS).map(data).collect();
+        let times: Vec<f64> = (0..20)
+            .map(|_| {
+                let started = Instant::now();
+                for (base, head) in &inputs {
+                    std::hint::black_box(compare(
+                        base,
+                        head,
+                        Direction::Lower,
+                        &noise,
+                        &sensitivity,
+                    ));
+                }
+                started.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        println!(
+            "{COMPARE_BENCHMARKS} verdicts of {shape}: median {:.2} ms over 20 rounds",
+            median(times)
+        );
+    }
+}
+
 #[tokio::main]
 async fn main() {
     trend_svg();
+    verdicts();
     compare_page().await;
 }
