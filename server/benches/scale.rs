@@ -128,6 +128,9 @@ async fn compare_page() {
     );
 }
 
+/// The base and head samples of the `i`-th of many verdicts.
+type Shape = fn(usize) -> (Vec<f64>, Vec<f64>);
+
 /// 1,000 per-commit verdicts against a noise history, as a compare of 1,000 series judges
 /// them: single values, five distinct samples a side, and five samples a side that tie.
 fn verdicts() {
@@ -143,7 +146,7 @@ fn verdicts() {
     fn side(start: f64, step: f64, count: usize) -> Vec<f64> {
         (0..count).map(|k| start + k as f64 * step).collect()
     }
-    let shapes: [(&str, fn(usize) -> (Vec<f64>, Vec<f64>)); 3] = [
+    let shapes: [(&str, Shape); 3] = [
         ("single values", |i| {
             (vec![100.0 + i as f64 * 1e-3], vec![101.0])
         }),
