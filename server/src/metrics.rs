@@ -111,25 +111,25 @@ fn exposition(counts: &ServerCounts, latencies: &Latencies, cache: &CacheStats) 
             "kymo_runs_total",
             "counter",
             "Runs stored (jobs and uploads).",
-            counts.runs,
+            counts.rows.runs,
         ),
         (
             "kymo_measurements_stored_total",
             "counter",
             "Measurements ingested and stored.",
-            counts.measurements,
+            counts.rows.measurements,
         ),
         (
             "kymo_repositories",
             "gauge",
             "Tracked repositories.",
-            counts.repositories,
+            counts.rows.repositories,
         ),
         (
             "kymo_machines",
             "gauge",
             "Registered machines.",
-            counts.machines,
+            counts.rows.machines,
         ),
         (
             "kymo_open_regressions",
@@ -203,6 +203,7 @@ fn label_value(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kymo_core::db::RowCounts;
 
     #[test]
     fn observations_fall_in_the_first_bucket_that_holds_them() {
@@ -220,10 +221,16 @@ mod tests {
     fn the_exposition_has_cumulative_buckets_and_escaped_labels() {
         let counts = ServerCounts {
             jobs: vec![("queued", 3), ("running", 1)],
-            runs: 7,
-            measurements: 70,
-            repositories: 1,
-            machines: 2,
+            rows: RowCounts {
+                repositories: 1,
+                commits: 4,
+                machines: 2,
+                jobs: 4,
+                runs: 7,
+                benchmarks: 10,
+                series: 10,
+                measurements: 70,
+            },
             open_regressions: 0,
         };
         let mut latencies = Latencies::new();

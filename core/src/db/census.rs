@@ -1,5 +1,6 @@
 //! How many rows each stored table holds: what the hostile-input and fault tests check to prove
-//! that a refused or interrupted request stored nothing, and what the load generator reports.
+//! that a refused or interrupted request stored nothing, what the load generator reports, and
+//! part of what `/metrics` exposes.
 
 use serde::Serialize;
 

@@ -1,6 +1,6 @@
 //! Whole-server counts for monitoring (the Prometheus `/metrics` endpoint).
 
-use super::{Db, DbError};
+use super::{Db, DbError, RowCounts};
 
 /// The job states, in the order monitoring lists them (all of them, even when zero, so that a
 /// state's series does not vanish).
@@ -11,16 +11,14 @@ pub const JOB_STATES: [&str; 5] = ["queued", "running", "succeeded", "failed", "
 pub struct ServerCounts {
     /// Jobs per state, in [`JOB_STATES`] order.
     pub jobs: Vec<(&'static str, i64)>,
-    pub runs: i64,
-    pub measurements: i64,
-    pub repositories: i64,
-    pub machines: i64,
+    /// Rows of each table results land in.
+    pub rows: RowCounts,
     /// Active regressions (not improvements) still open.
     pub open_regressions: i64,
 }
 
 impl Db {
-    /// Counts for monitoring; a handful of aggregate reads.
+    /// Counts for monitoring; three aggregate reads.
     pub async fn server_counts(&self) -> Result<ServerCounts, DbError> {
         let by_state = sqlx::query!(
             r#"SELECT state AS "state!: String", count(*) AS "count!: i64" FROM jobs GROUP BY state"#
@@ -37,23 +35,16 @@ impl Db {
                 (s, count)
             })
             .collect();
-        let totals = sqlx::query!(
-            r#"SELECT (SELECT count(*) FROM runs) AS "runs!: i64",
-                      (SELECT count(*) FROM measurements) AS "measurements!: i64",
-                      (SELECT count(*) FROM repositories) AS "repositories!: i64",
-                      (SELECT count(*) FROM machines) AS "machines!: i64",
-                      (SELECT count(*) FROM regressions
-                       WHERE active = 1 AND kind = 'regression' AND state = 'open') AS "open_regressions!: i64""#
+        let open_regressions = sqlx::query_scalar!(
+            r#"SELECT count(*) AS "open!: i64" FROM regressions
+               WHERE active = 1 AND kind = 'regression' AND state = 'open'"#
         )
         .fetch_one(&self.reader)
         .await?;
         Ok(ServerCounts {
             jobs,
-            runs: totals.runs,
-            measurements: totals.measurements,
-            repositories: totals.repositories,
-            machines: totals.machines,
-            open_regressions: totals.open_regressions,
+            rows: self.row_counts().await?,
+            open_regressions,
         })
     }
 }
