@@ -12,8 +12,14 @@ use libfuzzer_sys::fuzz_target;
 const PROVIDERS: [Provider; 3] = [Provider::GitHub, Provider::GitLab, Provider::Gitea];
 
 fn within_limits(remote: &RemoteIdentity) {
-    assert!(remote.full_name.as_ref().is_none_or(|n| n.len() <= 512), "{remote:?}");
-    assert!(remote.urls.iter().all(|u| !u.is_empty() && u.len() <= 2048), "{remote:?}");
+    assert!(
+        remote.full_name.as_ref().is_none_or(|n| n.len() <= 512),
+        "{remote:?}"
+    );
+    assert!(
+        remote.urls.iter().all(|u| !u.is_empty() && u.len() <= 2048),
+        "{remote:?}"
+    );
     let _ = remote.matches("https://example.com/owner/name.git");
 }
 
@@ -33,7 +39,12 @@ fuzz_target!(|data: &[u8]| {
         assert!(name.chars().count() <= 64);
     }
     if let Ok(push) = parse_push(provider, body) {
-        assert!(push.branch.as_ref().is_none_or(|b| !b.is_empty() && b.len() <= 200), "{push:?}");
+        assert!(
+            push.branch
+                .as_ref()
+                .is_none_or(|b| !b.is_empty() && b.len() <= 200),
+            "{push:?}"
+        );
         within_limits(&push.remote);
     }
     within_limits(&parse_remote(body));
