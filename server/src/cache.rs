@@ -14,21 +14,27 @@
 //!   for the new one when there is none. However fast the database changes (an upload's
 //!   analysis writes for seconds), a page is never computed twice at once, and an answer is
 //!   at most one computation behind; anonymous readers cannot have written anything since.
-//! - **Bounded.** Answers of 200 with a body of known size up to [`MAX_ENTRY_BYTES`], without
-//!   `Set-Cookie` or `no-store`; at most [`MAX_TOTAL_BYTES`] in all, the oldest dropped first.
+//! - **Bounded.** Answers of 200 with a body of up to [`MAX_ENTRY_BYTES`] (as sent: gzip
+//!   to readers that take it), without `Set-Cookie` or `no-store`; at most
+//!   [`MAX_TOTAL_BYTES`] in all, the oldest dropped first. A larger body goes to its reader
+//!   as it comes, unkept. No route streams without end, which reading the body to its end
+//!   before answering relies on.
 //!
 //! Every cached route's answer says how it was served in `x-kymo-cache`: `hit`, `stale` or
 //! `miss`.
 
 use std::collections::HashMap;
+use std::future::ready;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::body::{Bytes, HttpBody};
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::{StreamExt, stream};
+use http_body_util::BodyExt;
 use tokio::sync::watch;
 
 use crate::state::AppState;
@@ -211,13 +217,15 @@ fn key(request: &Request) -> Option<String> {
         return None;
     }
     // What a page reads from the request besides its address: the host and scheme of its
-    // absolute links, and whether htmx asks for a fragment.
+    // absolute links, whether htmx asks for a fragment, and which compressions the reader
+    // takes (the response kept is the compressed one).
     let header = |name: &str| headers.get(name).map_or(&b""[..], HeaderValue::as_bytes);
     let mut key = request.uri().to_string();
     for part in [
         header("host"),
         header("x-forwarded-proto"),
         header("hx-request"),
+        header("accept-encoding"),
     ] {
         key.push('\n');
         key.push_str(&String::from_utf8_lossy(part));
@@ -225,17 +233,39 @@ fn key(request: &Request) -> Option<String> {
     Some(key)
 }
 
-/// Whether a response may be kept and served to others.
+/// Whether a response may be kept and served to others, as far as its head tells.
 fn keepable(response: &Response) -> bool {
     let headers = response.headers();
     let no_store = (headers.get_all(header::CACHE_CONTROL).iter()).any(|v| {
         v.to_str()
             .is_ok_and(|v| v.contains("no-store") || v.contains("private"))
     });
-    response.status() == StatusCode::OK
-        && !headers.contains_key(header::SET_COOKIE)
-        && !no_store
-        && (response.body().size_hint().exact()).is_some_and(|n| n <= MAX_ENTRY_BYTES as u64)
+    response.status() == StatusCode::OK && !headers.contains_key(header::SET_COOKIE) && !no_store
+}
+
+/// The whole of `body` when it is at most `limit` bytes; otherwise a body that gives what was
+/// read and then the rest, for the reader to have in full although nobody keeps it. A
+/// compressed body's size is known only once it is read.
+async fn at_most(mut body: Body, limit: usize) -> Result<Bytes, Body> {
+    let mut read = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let data = match frame.map(|frame| frame.into_data()) {
+            Ok(Ok(data)) => data,
+            Ok(Err(_trailers)) => continue,
+            // The reader gets the same failure; nothing is kept.
+            Err(error) => {
+                return Err(Body::from_stream(stream::once(ready(Err::<Bytes, _>(
+                    error,
+                )))));
+            }
+        };
+        read.extend_from_slice(&data);
+        if read.len() > limit {
+            let head = stream::once(ready(Ok(Bytes::from(read))));
+            return Err(Body::from_stream(head.chain(body.into_data_stream())));
+        }
+    }
+    Ok(Bytes::from(read))
 }
 
 /// The middleware: serves kept responses and keeps new ones.
@@ -267,13 +297,12 @@ pub async fn cached(State(state): State<AppState>, request: Request, next: Next)
         return response;
     }
     let (parts, body) = response.into_parts();
-    let Ok(body) = axum::body::to_bytes(body, MAX_ENTRY_BYTES).await else {
-        state.responses.keep(&key, None, version);
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the response body failed",
-        )
-            .into_response();
+    let body = match at_most(body, MAX_ENTRY_BYTES).await {
+        Ok(body) => body,
+        Err(unkept) => {
+            state.responses.keep(&key, None, version);
+            return Response::from_parts(parts, unkept);
+        }
     };
     let kept = Kept {
         version,
@@ -362,6 +391,30 @@ mod tests {
             "the oldest was dropped"
         );
         assert!(matches!(cache.plan("/d", 1, 3), Plan::Serve(_, "hit")));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_reaches_its_reader_whole_and_unkept() {
+        let chunks =
+            || stream::iter(["abc", "def", "gh"].map(|c| Ok::<_, axum::Error>(Bytes::from(c))));
+        let kept = at_most(Body::from_stream(chunks()), 8).await;
+        assert_eq!(kept.unwrap(), "abcdefgh");
+        let Err(unkept) = at_most(Body::from_stream(chunks()), 5).await else {
+            panic!("8 bytes are over a limit of 5");
+        };
+        assert_eq!(unkept.collect().await.unwrap().to_bytes(), "abcdefgh");
+
+        let failing = stream::iter([
+            Ok(Bytes::from("abc")),
+            Err(axum::Error::new(std::io::Error::other("gone"))),
+        ]);
+        let Err(failed) = at_most(Body::from_stream(failing), 100).await else {
+            panic!("a failed body is not kept");
+        };
+        assert!(
+            failed.collect().await.is_err(),
+            "the reader sees the failure"
+        );
     }
 
     #[test]

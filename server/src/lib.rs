@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -45,6 +46,8 @@ pub fn app(state: AppState) -> Router {
         .merge(api::router())
         .merge(pages::router())
         .merge(assets::router())
+        // Inside the cache, so that a kept response is kept compressed.
+        .route_layer(CompressionLayer::new().quality(CompressionLevel::Fastest))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             cache::cached,

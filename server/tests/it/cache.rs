@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use kymo_core::db::{Db, RepositorySettings};
 use kymo_server::cache::{CACHE_HEADER, MAX_AGE};
@@ -135,6 +135,58 @@ async fn personal_and_failed_requests_are_never_served_from_the_cache() {
         assert_eq!(missing.status, StatusCode::NOT_FOUND);
         assert_eq!(served(&missing), None, "a 404 is not kept");
     }
+}
+
+#[tokio::test]
+async fn readers_that_take_gzip_get_it_kept_compressed_and_others_get_plain_text() {
+    let app = TestApp::new().await;
+    stepped(&app).await;
+    settled_version(&app.state.db).await;
+    let page = "/repos/r";
+    let gzip = [("accept-encoding", "gzip, deflate, br, zstd")];
+    let encoding = |response: &Raw| {
+        (response.headers.get(header::CONTENT_ENCODING)).map(|v| v.to_str().unwrap().to_owned())
+    };
+
+    let first = send_with(&app, Method::GET, page, &gzip).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(encoding(&first).as_deref(), Some("gzip"));
+    assert!(
+        first.headers[header::VARY]
+            .to_str()
+            .unwrap()
+            .contains("accept-encoding")
+    );
+    assert_eq!(served(&first), Some("miss"));
+    let again = send_with(&app, Method::GET, page, &gzip).await;
+    assert_eq!(served(&again), Some("hit"));
+    assert_eq!(encoding(&again).as_deref(), Some("gzip"));
+    assert_eq!(again.body, first.body);
+
+    let plain = raw(&app, page).await;
+    assert_eq!(
+        served(&plain),
+        Some("miss"),
+        "kept apart from the gzipped answer"
+    );
+    assert_eq!(encoding(&plain), None);
+    assert_eq!(plain.body, first.body);
+    assert!(plain.body.contains("<html"));
+    assert!(
+        first.sent * 3 < plain.sent,
+        "{} of {} bytes",
+        first.sent,
+        plain.sent
+    );
+
+    let (cookie, _) = app.login().await;
+    let personal = send_with(&app, Method::GET, page, &[gzip[0], ("cookie", &cookie)]).await;
+    assert_eq!(
+        encoding(&personal).as_deref(),
+        Some("gzip"),
+        "computed, and compressed"
+    );
+    assert_eq!(served(&personal), None);
 }
 
 #[tokio::test]

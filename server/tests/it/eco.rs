@@ -2,6 +2,8 @@
 //! whatever the benchmark names and commit messages hold), the embeddable trend image, and the
 //! benchmark page's links to them. Bad parameters get a 422 with a JSON error body.
 
+use std::io::Read;
+
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
@@ -15,11 +17,13 @@ use crate::verdicts::jittered;
 /// A benchmark name a hostile uploader might pick.
 const HOSTILE: &str = "<script>alert(\"x\")</script>&amp;]]>";
 
-/// A raw answer: status, headers and body text.
+/// A raw answer: status, headers and body text (decompressed when it came gzipped).
 pub struct Raw {
     pub status: StatusCode,
     pub headers: axum::http::HeaderMap,
     pub body: String,
+    /// The body's size as sent.
+    pub sent: usize,
 }
 
 pub async fn raw(app: &TestApp, path: &str) -> Raw {
@@ -48,10 +52,22 @@ pub async fn send_with(app: &TestApp, method: Method, path: &str, headers: &[(&s
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let mut body = String::new();
+    if headers
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|e| e == "gzip")
+    {
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut body)
+            .unwrap();
+    } else {
+        body = String::from_utf8(bytes.to_vec()).unwrap();
+    }
     Raw {
         status,
         headers,
-        body: String::from_utf8(bytes.to_vec()).unwrap(),
+        body,
+        sent: bytes.len(),
     }
 }
 
