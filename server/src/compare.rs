@@ -93,11 +93,8 @@ pub async fn compare_commits(
             )
         }
     };
-    // Two reader connections at once: each side is a thousand-row read of its own.
-    let (base_rows, head_rows) = tokio::try_join!(
-        state.db.commit_measurements(base.id, None),
-        state.db.commit_measurements(head.id, None)
-    )?;
+    let base_rows = state.db.commit_measurements(base.id, None).await?;
+    let head_rows = state.db.commit_measurements(head.id, None).await?;
     let by_series: HashMap<i64, &CommitMeasurementRow> =
         base_rows.iter().map(|r| (r.series_id, r)).collect();
     let shared: Vec<i64> = (head_rows.iter())

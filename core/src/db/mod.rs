@@ -50,9 +50,7 @@ pub use regressions::{
 };
 pub use repos::{CommitRecord, RepositoryRow, RepositorySettings, validate_repository};
 pub use sensitivity::{SensitivityRule, sensitivity_for};
-pub use webhooks::{
-    ChainCommit, KEPT_REJECTED_DELIVERIES, NewDelivery, RepositoryRemote, WebhookDeliveryRow,
-};
+pub use webhooks::{ChainCommit, NewDelivery, RepositoryRemote, WebhookDeliveryRow};
 
 /// A failure of the storage layer, or a request it refuses.
 #[derive(Debug, thiserror::Error)]

@@ -223,7 +223,7 @@ impl Db {
 /// Refused deliveries kept for the deliveries page. Anyone can send them (forged, for unknown
 /// repositories), so without a bound a flood would grow the table until the rate limit or the
 /// disk stops it; accepted ones are one per push and are all kept.
-pub const KEPT_REJECTED_DELIVERIES: i64 = 10_000;
+const KEPT_REJECTED_DELIVERIES: i64 = 10_000;
 
 async fn prune_rejected(conn: &mut SqliteConnection, keep: i64) -> Result<u64, DbError> {
     Ok(sqlx::query!(
