@@ -22,6 +22,49 @@ pub struct NewRepository {
     /// Comma-separated labels a machine must carry to run this repository's jobs.
     #[serde(default)]
     pub machine_labels: Option<String>,
+    /// A `kymo.toml` kept on the server: the suites of commits that carry none of their own.
+    #[serde(default)]
+    pub suites: Option<String>,
+    /// Once cloned, queue the last N first-parent commits of the branch (`kymo run --last N`).
+    #[serde(default)]
+    pub backfill: Option<u32>,
+}
+
+/// `PUT /api/v1/repos/{repo}/suites`: the `kymo.toml` kept on the server for the repository.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoredSuites {
+    /// The file's text; it is validated as a commit's own `kymo.toml` is.
+    pub toml: String,
+}
+
+/// `POST /api/v1/repos/{repo}/backfill`: measure history. Exactly one of `last` and `from`;
+/// the commits are the tracked branch's first-parent chain (of `to`, when given).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackfillRequest {
+    /// The last N first-parent commits of the tracked branch (or of `to`).
+    #[serde(default)]
+    pub last: Option<u32>,
+    /// The first-parent commits after this commit-ish, up to and including `to`.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// Where the range ends: a commit-ish; the tracked branch's head when absent.
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Keep every K-th commit of the range (the newest always), to thin a long history.
+    #[serde(default)]
+    pub every: Option<u32>,
+}
+
+/// The answer to a backfill: the commits it chose (newest first) and the jobs waiting for them.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct BackfillQueued {
+    pub commits: Vec<CommitSha>,
+    /// Jobs queued now or already waiting for those commits.
+    pub jobs: Vec<i64>,
+    /// (commit, machine) pairs left alone because that machine has measured the commit already.
+    pub skipped: usize,
 }
 
 /// `POST /api/v1/repos/{repo}/runs`
@@ -52,7 +95,8 @@ pub struct SuiteUpload {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UploadRequest {
-    pub commit: CommitSha,
+    /// A sha (full or short), branch or tag, resolved as `kymo run` resolves it.
+    pub commit: String,
     /// Attribute the results to this registered machine instead of the uploader's.
     #[serde(default)]
     pub machine: Option<MachineFingerprint>,
@@ -99,6 +143,9 @@ pub struct ClaimedJob {
     pub repository: String,
     pub url: String,
     pub commit: CommitSha,
+    /// The repository's `kymo.toml` kept on the server, for a commit without its own.
+    #[serde(default)]
+    pub stored_suites: Option<String>,
 }
 
 /// `POST /api/v1/worker/jobs/{id}/heartbeat`
@@ -106,6 +153,36 @@ pub struct ClaimedJob {
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
     pub lease_id: String,
+    /// What the job is doing now (fetching, building, running suite N of M), for the queue.
+    #[serde(default)]
+    pub phase: Option<String>,
+}
+
+/// Where the suites of a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigSource {
+    /// The commit's own `kymo.toml`.
+    Commit,
+    /// The `kymo.toml` kept on the server for the repository.
+    Server,
+}
+
+impl ConfigSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigSource::Commit => "commit",
+            ConfigSource::Server => "server",
+        }
+    }
+}
+
+/// The configuration a run used: its source and the SHA-256 (hex) of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigUsed {
+    pub source: ConfigSource,
+    pub sha256: String,
 }
 
 /// `POST /api/v1/worker/jobs/{id}/complete`
@@ -124,6 +201,9 @@ pub enum JobOutcome {
     Succeeded {
         suites: Vec<SuiteUpload>,
         log: String,
+        /// Which `kymo.toml` ran (absent from older workers).
+        #[serde(default)]
+        config: Option<ConfigUsed>,
     },
     Failed {
         error: String,

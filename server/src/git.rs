@@ -9,9 +9,9 @@ use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 /// How far back the first-parent history is read.
-const HISTORY_LIMIT: usize = 100_000;
+pub(crate) const HISTORY_LIMIT: usize = 100_000;
 
-fn to_record(info: CommitInfo) -> AppResult<CommitRecord> {
+pub(crate) fn to_record(info: CommitInfo) -> AppResult<CommitRecord> {
     let parse = |s: &str| {
         CommitSha::parse(s).map_err(|e| AppError::Internal(anyhow::anyhow!("git gave {e}")))
     };
@@ -28,7 +28,7 @@ fn to_record(info: CommitInfo) -> AppResult<CommitRecord> {
     })
 }
 
-fn mirror_error(repo: &str, err: impl std::fmt::Display) -> AppError {
+pub(crate) fn mirror_error(repo: &str, err: impl std::fmt::Display) -> AppError {
     AppError::BadRequest(format!("repository {repo:?}: {err}"))
 }
 
@@ -55,17 +55,29 @@ pub async fn sync_history(state: &AppState, repo: &RepositoryRow) -> AppResult<(
     Ok(())
 }
 
-/// Checks that a repository can be cloned and its branch read, before it is stored.
-pub async fn probe(state: &AppState, name: &str, url: &str, branch: &str) -> AppResult<()> {
+/// Checks that a repository can be cloned and its branch read, before it is stored; returns
+/// the branch: the one asked for, or the remote's default branch when none was.
+pub async fn probe(
+    state: &AppState,
+    name: &str,
+    url: &str,
+    branch: Option<&str>,
+) -> AppResult<String> {
     let dir = state.mirror_dir();
-    let (name, url, branch) = (name.to_owned(), url.to_owned(), branch.to_owned());
-    tokio::task::spawn_blocking(move || -> AppResult<()> {
+    let (name, url, branch) = (name.to_owned(), url.to_owned(), branch.map(str::to_owned));
+    tokio::task::spawn_blocking(move || -> AppResult<String> {
         let mirror =
             Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
+        let branch = match branch {
+            Some(branch) => branch,
+            None => mirror.default_branch().ok_or_else(|| {
+                mirror_error(&name, "the remote names no default branch: pass --branch")
+            })?,
+        };
         mirror
             .resolve(&branch)
             .map_err(|e| mirror_error(&name, format!("branch {branch:?}: {e}")))?;
-        Ok(())
+        Ok(branch)
     })
     .await
     .map_err(|e| AppError::Internal(e.into()))?

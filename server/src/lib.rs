@@ -8,6 +8,7 @@ pub mod alerts;
 pub mod analysis;
 pub mod api;
 pub mod auth;
+pub mod backfill;
 
 mod assets;
 pub mod bisect;

@@ -145,9 +145,12 @@ impl ServerClient {
     }
 
     /// Renews a lease; `Ok(false)` when the server says the lease is gone.
-    pub fn heartbeat(&self, job: &ClaimedJob) -> anyhow::Result<bool> {
+    /// Renews the job's lease, saying what it is doing; `false` when the lease is gone (the
+    /// job was cancelled, or it expired and the server queued it again).
+    pub fn heartbeat(&self, job: &ClaimedJob, phase: Option<&str>) -> anyhow::Result<bool> {
         let beat = Heartbeat {
             lease_id: job.lease_id.clone(),
+            phase: phase.map(str::to_owned),
         };
         match self
             .post::<_, serde_json::Value>(&format!("/worker/jobs/{}/heartbeat", job.id), &beat)

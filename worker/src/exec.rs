@@ -38,6 +38,8 @@ pub struct CommandSpec<'a> {
     pub stdout_cap: usize,
     /// Size of [`CommandOutcome::log_tail`] in bytes.
     pub log_cap: usize,
+    /// Set from elsewhere (the job was cancelled): the command is killed at once.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 /// How a command ended.
@@ -52,6 +54,8 @@ pub enum ExitKind {
     TimedOut,
     /// Wrote more than `stdout_cap` bytes to stdout and was killed.
     OutputTooLarge,
+    /// Killed because its job was cancelled.
+    Cancelled,
 }
 
 /// The result of [`run_command`].
@@ -82,6 +86,7 @@ enum Ending {
     Exited,
     TimedOut,
     TooLarge,
+    Cancelled,
 }
 
 /// Runs `sh -c spec.command` in a new process group with stdin closed, and waits for it
@@ -122,7 +127,13 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     };
 
     let mut readers_done = 0;
-    let ending = wait_for_ending(pid, start + spec.timeout, &inbox, &mut readers_done)?;
+    let ending = wait_for_ending(
+        pid,
+        start + spec.timeout,
+        spec.cancel,
+        &inbox,
+        &mut readers_done,
+    )?;
     let duration = start.elapsed();
     match ending {
         Ending::TimedOut => {
@@ -135,7 +146,7 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         }
         // The leader is exited but not reaped, so its pid still names our group: no process
         // outside it can be hit.
-        Ending::Exited | Ending::TooLarge => kill_group(pid, libc::SIGKILL),
+        Ending::Exited | Ending::TooLarge | Ending::Cancelled => kill_group(pid, libc::SIGKILL),
     }
     let status = child.wait()?;
 
@@ -146,6 +157,7 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         _ if overflowed => ExitKind::OutputTooLarge,
         Ending::TooLarge => ExitKind::OutputTooLarge,
         Ending::TimedOut => ExitKind::TimedOut,
+        Ending::Cancelled => ExitKind::Cancelled,
         Ending::Exited => match (status.code(), status.signal()) {
             (Some(0), _) => ExitKind::Success,
             (Some(code), _) => ExitKind::Failed(code),
@@ -165,6 +177,7 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
 fn wait_for_ending(
     pid: libc::pid_t,
     deadline: Instant,
+    cancel: Option<&AtomicBool>,
     inbox: &Receiver<Event>,
     readers_done: &mut usize,
 ) -> io::Result<Ending> {
@@ -173,6 +186,9 @@ fn wait_for_ending(
     loop {
         if leader_has_exited(pid)? {
             return Ok(Ending::Exited);
+        }
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Ok(Ending::Cancelled);
         }
         let now = Instant::now();
         if now >= deadline {
@@ -335,6 +351,7 @@ mod tests {
             timeout,
             stdout_cap,
             log_cap: 4096,
+            cancel: None,
         };
         run_command(&spec).expect("command starts")
     }
@@ -389,6 +406,35 @@ mod tests {
     #[test]
     fn stdin_is_closed() {
         assert_eq!(run("cat; echo eof").stdout, b"eof\n");
+    }
+
+    #[test]
+    fn cancelling_kills_the_whole_process_group_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = AtomicBool::new(false);
+        let spec = CommandSpec {
+            command: "sleep 1000 & echo $! > pid; wait",
+            cwd: dir.path(),
+            env: &[],
+            timeout: Duration::from_secs(600),
+            stdout_cap: MIB,
+            log_cap: 4096,
+            cancel: Some(&cancel),
+        };
+        let outcome = thread::scope(|scope| {
+            let running = scope.spawn(|| run_command(&spec).expect("command starts"));
+            while !dir.path().join("pid").exists() {
+                thread::sleep(Duration::from_millis(10));
+            }
+            cancel.store(true, Ordering::Relaxed);
+            running.join().unwrap()
+        });
+        assert_eq!(outcome.exit, ExitKind::Cancelled);
+        assert!(outcome.duration < Duration::from_secs(10));
+        assert!(
+            is_dead(read_pid(dir.path())),
+            "the background process survived"
+        );
     }
 
     #[test]
@@ -512,6 +558,7 @@ mod tests {
             timeout: Duration::from_secs(20),
             stdout_cap: MIB,
             log_cap: 4096,
+            cancel: None,
         };
         let outcome = run_command(&spec).unwrap();
         assert_eq!(String::from_utf8_lossy(&outcome.stdout), "hi there|here");
@@ -527,6 +574,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             stdout_cap: MIB,
             log_cap: 4096,
+            cancel: None,
         };
         assert!(run_command(&spec).is_err());
     }

@@ -218,6 +218,27 @@ impl Mirror {
         Ok(commit.id().to_string())
     }
 
+    /// The remote's default branch as of the last fetch (`main`, `master`, ...), when the
+    /// remote named one that exists in the mirror.
+    pub fn default_branch(&self) -> Option<String> {
+        let head = self.repo.find_reference("HEAD").ok()?;
+        let target = head.symbolic_target().ok()??;
+        self.repo.find_reference(target).ok()?;
+        target.strip_prefix("refs/heads/").map(str::to_owned)
+    }
+
+    /// Whether commit `ancestor` is reachable from commit `descendant` (full shas; a commit
+    /// is not its own ancestor).
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> bool {
+        let (Ok(ancestor), Ok(descendant)) = (Oid::from_str(ancestor), Oid::from_str(descendant))
+        else {
+            return false;
+        };
+        self.repo
+            .graph_descendant_of(descendant, ancestor)
+            .unwrap_or(false)
+    }
+
     /// Whether the mirror holds the commit with this full sha.
     pub fn has_commit(&self, sha: &str) -> bool {
         self.find_commit(sha).is_ok()
@@ -369,7 +390,16 @@ fn fetch_all(repo: &Repository, url: &str) -> Result<(), MirrorError> {
         .download_tags(AutotagOption::None);
     remote
         .fetch(&FETCH_REFSPECS, Some(&mut options), None)
-        .map_err(git(format!("fetching {url}")))
+        .map_err(git(format!("fetching {url}")))?;
+    // The mirror's HEAD follows the remote's default branch (known from the fetch's ref
+    // advertisement), so a repository added without a branch tracks its host's main line.
+    if let Ok(default) = remote.default_branch()
+        && let Ok(name) = default.as_str()
+        && name.starts_with("refs/heads/")
+    {
+        let _ = repo.set_head(name);
+    }
+    Ok(())
 }
 
 fn info_of(commit: &git2::Commit<'_>) -> CommitInfo {
@@ -603,6 +633,20 @@ mod tests {
         let history = mirror.first_parent_history("main", 1).unwrap();
         assert_eq!(history[0].parents, vec![main.to_string(), side.to_string()]);
         assert!(mirror.first_parent_history("missing", 5).is_err());
+    }
+
+    #[test]
+    fn the_mirror_knows_the_remotes_default_branch() {
+        let mut source = Source::new();
+        source.commit("trunk", &[("a", "1")], "first", &[]);
+        source.commit("feature", &[("a", "2")], "other", &[]);
+        source.repo.set_head("refs/heads/trunk").unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let mirror = Mirror::open_or_clone(cache.path(), "r", &source.url()).unwrap();
+        assert_eq!(mirror.default_branch().as_deref(), Some("trunk"));
+        source.repo.set_head("refs/heads/feature").unwrap();
+        mirror.fetch().unwrap();
+        assert_eq!(mirror.default_branch().as_deref(), Some("feature"));
     }
 
     #[test]

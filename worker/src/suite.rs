@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::protocol::SuiteUpload;
@@ -40,6 +41,10 @@ pub struct SuiteContext<'a> {
     pub target_dir: &'a Path,
     pub env: &'a [(String, String)],
     pub limits: OutputLimits,
+    /// Set when the job is cancelled: the running command is killed.
+    pub cancel: &'a AtomicBool,
+    /// Told what the suite is doing, for the queue page.
+    pub progress: &'a dyn Fn(String),
 }
 
 fn describe_exit(step: &str, suite: &Suite, outcome: &CommandOutcome) -> String {
@@ -52,6 +57,7 @@ fn describe_exit(step: &str, suite: &Suite, outcome: &CommandOutcome) -> String 
             suite.timeout.as_secs()
         ),
         ExitKind::OutputTooLarge => "printed more output than kymo keeps and was killed".into(),
+        ExitKind::Cancelled => "was killed because the job was cancelled".into(),
     };
     format!("suite {:?}: the {step} command {what}", suite.name)
 }
@@ -70,6 +76,7 @@ fn run_step(
         timeout: suite.timeout,
         stdout_cap: ctx.limits.stdout_cap,
         log_cap: ctx.limits.log_cap,
+        cancel: Some(ctx.cancel),
     })
     .map_err(|e| SuiteFailure {
         error: format!(
@@ -100,6 +107,7 @@ pub fn run_suite(
     log: &mut String,
 ) -> Result<SuiteUpload, SuiteFailure> {
     if let Some(build) = &suite.build {
+        (ctx.progress)(format!("building suite {}", suite.name));
         run_step(ctx, suite, "build", build, log)?;
     }
     let criterion_dir = ctx.target_dir.join("criterion");
@@ -111,6 +119,10 @@ pub fn run_suite(
             let _ = std::fs::remove_dir_all(&criterion_dir);
         }
         let step = format!("run (repeat {round}/{})", suite.repeat);
+        (ctx.progress)(format!(
+            "running suite {}, repeat {round} of {}",
+            suite.name, suite.repeat
+        ));
         let outcome = run_step(ctx, suite, &step, &suite.run, log)?;
         let parsed = match suite.format {
             FormatName::Criterion => parse_criterion_dir(&criterion_dir),

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use kymo_core::model::{Environment, MachineSpecs};
-use kymo_core::protocol::{ClaimRequest, ClaimedJob, Completion, JobOutcome, log_tail};
+use kymo_core::protocol::{
+    ClaimRequest, ClaimedJob, Completion, ConfigSource, ConfigUsed, JobOutcome, log_tail,
+};
 
 use crate::client::ServerClient;
 use crate::config::{KYMO_TOML_MAX_BYTES, parse_kymo_toml_bytes};
@@ -79,7 +81,14 @@ impl Worker {
             return Ok(Tick::QueueEmpty);
         };
         tracing::info!(job = job.id, repo = job.repository, commit = %job.commit, "running job");
-        let outcome = self.with_heartbeat(&job, || self.run_job(&job));
+        let outcome = self.with_heartbeat(&job, |control| self.run_job(&job, control));
+        if matches!(&outcome, JobOutcome::Failed { error, .. } if error == CANCELLED) {
+            tracing::info!(job = job.id, "job cancelled");
+            return Ok(Tick::Ran {
+                job: job.id,
+                succeeded: false,
+            });
+        }
         let succeeded = matches!(outcome, JobOutcome::Succeeded { .. });
         let completion = Completion {
             lease_id: job.lease_id.clone(),
@@ -111,48 +120,65 @@ impl Worker {
         }
     }
 
-    /// Runs `work` while a thread renews the job's lease.
-    fn with_heartbeat<T>(&self, job: &ClaimedJob, work: impl FnOnce() -> T) -> T {
-        let (done, finished) = mpsc::channel::<()>();
+    /// Runs `work` while a thread renews the job's lease and reports the phases `work` sends.
+    /// When the lease is lost (the job was cancelled), `work`'s running command is killed.
+    fn with_heartbeat<T>(&self, job: &ClaimedJob, work: impl FnOnce(&JobControl) -> T) -> T {
+        let (phases, inbox) = mpsc::channel::<String>();
         let every = Duration::from_secs((job.lease_seconds / 3).max(1) as u64);
         let client = &self.client;
+        let cancelled = AtomicBool::new(false);
         std::thread::scope(|scope| {
+            let cancelled = &cancelled;
             scope.spawn(move || {
-                while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(every) {
-                    match client.heartbeat(job) {
+                let mut phase: Option<String> = None;
+                loop {
+                    match inbox.recv_timeout(every) {
+                        Ok(new) => phase = Some(new),
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                    match client.heartbeat(job, phase.as_deref()) {
                         Ok(true) => {}
                         Ok(false) => {
                             tracing::warn!(
                                 job = job.id,
-                                "lease lost; the server re-queued the job"
+                                "the job was cancelled or its lease expired; stopping it"
                             );
+                            cancelled.store(true, Ordering::Relaxed);
                             break;
                         }
                         Err(err) => tracing::warn!(error = format!("{err:#}"), "heartbeat failed"),
                     }
                 }
             });
-            let result = work();
-            drop(done);
-            result
+            let control = JobControl { phases, cancelled };
+            work(&control)
         })
     }
 
-    fn run_job(&self, job: &ClaimedJob) -> JobOutcome {
-        match self.try_run_job(job) {
+    fn run_job(&self, job: &ClaimedJob, control: &JobControl) -> JobOutcome {
+        let outcome = match self.try_run_job(job, control) {
             Ok(outcome) => outcome,
             Err(err) => JobOutcome::Failed {
                 error: format!("{err:#}"),
                 log_tail: String::new(),
             },
+        };
+        if control.cancelled.load(Ordering::Relaxed) {
+            return JobOutcome::Failed {
+                error: CANCELLED.into(),
+                log_tail: String::new(),
+            };
         }
+        outcome
     }
 
-    fn try_run_job(&self, job: &ClaimedJob) -> anyhow::Result<JobOutcome> {
+    fn try_run_job(&self, job: &ClaimedJob, control: &JobControl) -> anyhow::Result<JobOutcome> {
         let cache = &self.config.cache_dir;
         let sha = job.commit.as_str();
         // The server names the repository; it still must not pick paths outside the cache.
         let dir_name = mirror_dir_name(&job.repository)?;
+        control.phase("fetching");
         let mirror = Mirror::open_or_clone(cache, &job.repository, &job.url)
             .with_context(|| format!("cannot clone {}", job.url))?;
         if !mirror.has_commit(sha) {
@@ -160,21 +186,30 @@ impl Worker {
                 .fetch()
                 .with_context(|| format!("cannot fetch {}", job.url))?;
         }
+        control.phase("checking out");
         let worktree = cache.join("worktrees").join(&dir_name);
         mirror
             .checkout(sha, &worktree)
             .with_context(|| format!("cannot check out commit {sha}"))?;
-        let Some(toml) = mirror.read_file_at(sha, "kymo.toml", KYMO_TOML_MAX_BYTES + 1)? else {
-            return Ok(JobOutcome::Failed {
-                error: format!("commit {sha} has no kymo.toml at its root"),
-                log_tail: String::new(),
-            });
+        let own = mirror.read_file_at(sha, "kymo.toml", KYMO_TOML_MAX_BYTES + 1)?;
+        let chosen = match choose_config(own, job.stored_suites.as_deref()) {
+            Some(chosen) => chosen,
+            None => {
+                return Ok(JobOutcome::Failed {
+                    error: missing_config_error(job),
+                    log_tail: String::new(),
+                });
+            }
         };
-        let config = match parse_kymo_toml_bytes(&toml) {
+        let config = match parse_kymo_toml_bytes(&chosen.bytes) {
             Ok(config) => config,
             Err(err) => {
+                let whose = match chosen.used.source {
+                    ConfigSource::Commit => "kymo.toml",
+                    ConfigSource::Server => "the kymo.toml kept on the server",
+                };
                 return Ok(JobOutcome::Failed {
-                    error: format!("kymo.toml: {err}"),
+                    error: format!("{whose}: {err}"),
                     log_tail: String::new(),
                 });
             }
@@ -185,15 +220,20 @@ impl Worker {
             ("CARGO_TARGET_DIR".to_owned(), target.display().to_string()),
             ("KYMO_COMMIT".to_owned(), sha.to_owned()),
         ];
-        let ctx = SuiteContext {
-            worktree: &worktree,
-            target_dir: &target,
-            env: &env,
-            limits: self.config.limits,
-        };
         let mut log = String::new();
         let mut suites = Vec::with_capacity(config.suites.len());
-        for suite in &config.suites {
+        let count = config.suites.len();
+        for (index, suite) in config.suites.iter().enumerate() {
+            let progress =
+                |what: String| control.phase(&format!("suite {} of {count}: {what}", index + 1));
+            let ctx = SuiteContext {
+                worktree: &worktree,
+                target_dir: &target,
+                env: &env,
+                limits: self.config.limits,
+                cancel: control.cancelled,
+                progress: &progress,
+            };
             match run_suite(&ctx, suite, &mut log) {
                 Ok(upload) => suites.push(upload),
                 Err(SuiteFailure { error, log_tail }) => {
@@ -204,6 +244,96 @@ impl Worker {
         Ok(JobOutcome::Succeeded {
             suites,
             log: log_tail(&log, MAX_LOG).to_owned(),
+            config: Some(chosen.used),
         })
+    }
+}
+
+/// The error of a cancelled job: the server has already marked it, so it is not reported.
+const CANCELLED: &str = "cancelled";
+
+/// What a running job shares with its heartbeat: the phases to report and whether the lease
+/// was lost.
+struct JobControl<'a> {
+    phases: mpsc::Sender<String>,
+    cancelled: &'a AtomicBool,
+}
+
+impl JobControl<'_> {
+    fn phase(&self, phase: &str) {
+        let _ = self.phases.send(phase.to_owned());
+    }
+}
+
+/// The configuration a job runs: its bytes and where they came from.
+#[derive(Debug, PartialEq)]
+struct ChosenConfig {
+    bytes: Vec<u8>,
+    used: ConfigUsed,
+}
+
+/// A commit's own `kymo.toml` wins; a commit without one runs the suites kept on the server.
+fn choose_config(own: Option<Vec<u8>>, stored: Option<&str>) -> Option<ChosenConfig> {
+    let (bytes, source) = match (own, stored) {
+        (Some(own), _) => (own, ConfigSource::Commit),
+        (None, Some(stored)) => (stored.as_bytes().to_vec(), ConfigSource::Server),
+        (None, None) => return None,
+    };
+    let sha256 = hex_sha256(&bytes);
+    Some(ChosenConfig {
+        bytes,
+        used: ConfigUsed { source, sha256 },
+    })
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Says how to give a commit suites: commit the file (when it sits uncommitted in a local
+/// repository's work tree), or keep one on the server.
+fn missing_config_error(job: &ClaimedJob) -> String {
+    let sha = job.commit.as_str();
+    let name = &job.repository;
+    let local = std::path::Path::new(&job.url);
+    let uncommitted = !job.url.contains("://") && local.join("kymo.toml").is_file();
+    if uncommitted {
+        return format!(
+            "commit {sha} has no kymo.toml at its root, but {} has one that is not committed \
+             in this commit: commit it (`git add kymo.toml && git commit`), or keep it on the \
+             server for every commit with `kymo repo set {name} --suites kymo.toml`",
+            job.url
+        );
+    }
+    format!(
+        "commit {sha} has no kymo.toml at its root and {name} has no suites kept on the \
+         server: commit a kymo.toml, or run `kymo repo set {name} --suites FILE` to benchmark \
+         commits without one"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commits_own_kymo_toml_wins_over_the_stored_one() {
+        let own = b"[[suite]]\nname='own'\nrun='true'\n".to_vec();
+        let chosen = choose_config(Some(own.clone()), Some("stored")).unwrap();
+        assert_eq!(chosen.bytes, own);
+        assert_eq!(chosen.used.source, ConfigSource::Commit);
+        let stored = choose_config(None, Some("stored")).unwrap();
+        assert_eq!(stored.bytes, b"stored");
+        assert_eq!(stored.used.source, ConfigSource::Server);
+        // `printf stored | sha256sum`
+        assert_eq!(
+            stored.used.sha256,
+            "87b04e58961f9a99d853d4046a0b5b793e7c3e4bbd21f5aca8fb17c20cdb1d8b"
+        );
+        assert!(choose_config(None, None).is_none());
     }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::jobs::lease_lost;
 use super::{Db, DbError};
 use crate::model::Environment;
-use crate::protocol::SuiteUpload;
+use crate::protocol::{ConfigUsed, SuiteUpload};
 use crate::results::BenchmarkResult;
 
 /// Where a run comes from and what it holds.
@@ -24,6 +24,8 @@ pub struct RunRecord<'a> {
     pub environment: &'a Environment,
     pub log: &'a str,
     pub suites: &'a [SuiteUpload],
+    /// Which `kymo.toml` a worker's run used.
+    pub config: Option<&'a ConfigUsed>,
 }
 
 /// What a stored run added.
@@ -122,13 +124,17 @@ impl Db {
             Some((id, _)) => (Some(id), "worker"),
             None => (None, "upload"),
         };
+        let config_source = record.config.map(|c| c.source.as_str());
+        let config_hash = record.config.map(|c| c.sha256.as_str());
         let mut tx = self.begin_write().await?;
         if let Some((id, lease)) = record.job {
+            // A succeeded job keeps its log tail too, for the queue page and `kymo jobs`.
             let updated = sqlx::query!(
                 r#"UPDATE jobs SET state = 'succeeded', finished_at = ?, lease_id = NULL,
-                                   lease_expires_at = NULL, error = NULL
+                                   lease_expires_at = NULL, error = NULL, log_tail = ?, phase = NULL
                    WHERE id = ? AND state = 'running' AND lease_id = ?"#,
                 now,
+                record.log,
                 id,
                 lease
             )
@@ -141,8 +147,8 @@ impl Db {
         }
         let run_id = sqlx::query_scalar!(
             r#"INSERT INTO runs (commit_id, machine_id, job_id, source, kernel, toolchain, governor,
-                                 hostname, log, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
+                                 hostname, log, created_at, config_source, config_hash)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
             record.commit_id,
             record.machine_id,
             job_id,
@@ -152,7 +158,9 @@ impl Db {
             env.governor,
             env.hostname,
             record.log,
-            now
+            now,
+            config_source,
+            config_hash
         )
         .fetch_one(&mut *tx)
         .await?;

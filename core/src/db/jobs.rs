@@ -39,16 +39,20 @@ pub struct JobRow {
     pub finished_at: Option<i64>,
     pub error: Option<String>,
     pub log_tail: Option<String>,
+    /// What a running job is doing, as its worker last said.
+    pub phase: Option<String>,
 }
 
 /// Why a job was queued. Its priority follows from it: a push's new head (or a commit someone
-/// asked for) first, then bisection steps, then the backfill of a push's other commits.
+/// asked for) first, then bisection steps, then the backfill of a push's other commits, then
+/// history asked for by `kymo run --last N | A..B`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobReason {
     Head,
     Manual,
     Bisect,
     Backfill,
+    History,
 }
 
 impl JobReason {
@@ -58,6 +62,7 @@ impl JobReason {
             JobReason::Manual => "manual",
             JobReason::Bisect => "bisect",
             JobReason::Backfill => "backfill",
+            JobReason::History => "history",
         }
     }
 
@@ -66,14 +71,27 @@ impl JobReason {
             JobReason::Head | JobReason::Manual => 30,
             JobReason::Bisect => 20,
             JobReason::Backfill => 10,
+            JobReason::History => 5,
         }
     }
 
-    /// Pushes and polls may announce a commit again (a replayed or repeated delivery); a
-    /// commit they queue is measured once per machine. Asking by hand always measures again.
+    /// Pushes and polls may announce a commit again (a replayed or repeated delivery), and a
+    /// history backfill skips what is measured already: a commit they queue is measured once
+    /// per machine. Asking for one commit by hand always measures it again.
     fn once_per_machine(self) -> bool {
-        matches!(self, JobReason::Head | JobReason::Backfill)
+        matches!(
+            self,
+            JobReason::Head | JobReason::Backfill | JobReason::History
+        )
     }
+}
+
+/// What a batch of commits queued: the jobs waiting for them (new or already waiting), and
+/// how many (commit, machine) pairs were left alone because that machine measured them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Enqueued {
+    pub jobs: Vec<i64>,
+    pub skipped: usize,
 }
 
 /// Whether a machine offering `offered` labels may run a repository requiring `required`
@@ -125,6 +143,22 @@ impl Db {
         settings: LeaseSettings,
         now: i64,
     ) -> Result<Vec<i64>, DbError> {
+        let queued = self
+            .enqueue_commits(repository_id, &[commit_id], reason, settings, now)
+            .await?;
+        Ok(queued.jobs)
+    }
+
+    /// Queues each of `commit_ids`, in that order, as [`Db::enqueue_commit`] does, in one
+    /// transaction (a backfill of thousands of commits is one write).
+    pub async fn enqueue_commits(
+        &self,
+        repository_id: i64,
+        commit_ids: &[i64],
+        reason: JobReason,
+        settings: LeaseSettings,
+        now: i64,
+    ) -> Result<Enqueued, DbError> {
         let mut tx = self.begin_write().await?;
         let required = sqlx::query_scalar!(
             "SELECT machine_labels FROM repositories WHERE id = ?",
@@ -144,24 +178,27 @@ impl Db {
                 .map(|m| Some(m.id))
                 .collect()
         };
-        let mut jobs = Vec::new();
-        for machine in targets {
-            if let Some(id) = queue_one(
-                &mut tx,
-                repository_id,
-                commit_id,
-                machine,
-                reason,
-                settings,
-                now,
-            )
-            .await?
-            {
-                jobs.push(id);
+        let mut queued = Enqueued::default();
+        for &commit_id in commit_ids {
+            for &machine in &targets {
+                match queue_one(
+                    &mut tx,
+                    repository_id,
+                    commit_id,
+                    machine,
+                    reason,
+                    settings,
+                    now,
+                )
+                .await?
+                {
+                    Some(id) => queued.jobs.push(id),
+                    None => queued.skipped += 1,
+                }
             }
         }
         tx.commit().await?;
-        Ok(jobs)
+        Ok(queued)
     }
 
     /// Queues `commit_id` on one machine (a bisection step or a repeat of one). Returns the job
@@ -261,7 +298,7 @@ impl Db {
         self.expire_leases(now).await?;
         let mut tx = self.begin_write().await?;
         let next = sqlx::query!(
-            r#"SELECT j.id AS "id!", r.name, r.url, c.sha
+            r#"SELECT j.id AS "id!", r.name, r.url, r.suites_toml, c.sha
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                WHERE j.state = 'queued' AND (j.machine_id = ? OR j.machine_id IS NULL)
@@ -277,7 +314,7 @@ impl Db {
         let expires = now + settings.lease_seconds;
         sqlx::query!(
             r#"UPDATE jobs SET state = 'running', machine_id = ?, lease_id = ?, lease_expires_at = ?,
-                               attempts = attempts + 1, started_at = ?
+                               attempts = attempts + 1, started_at = ?, phase = NULL
                WHERE id = ?"#,
             machine_id,
             lease_id,
@@ -297,23 +334,27 @@ impl Db {
             repository: next.name,
             url: next.url,
             commit,
+            stored_suites: next.suites_toml,
         }))
     }
 
-    /// Renews a job's lease. Refused (Conflict) when the lease is no longer this worker's.
+    /// Renews a job's lease and records what it is doing (`phase`, when the worker says).
+    /// Refused (Conflict) when the lease is no longer this worker's.
     pub async fn heartbeat(
         &self,
         job_id: i64,
         lease_id: &str,
+        phase: Option<&str>,
         settings: LeaseSettings,
         now: i64,
     ) -> Result<(), DbError> {
         let expires = now + settings.lease_seconds;
         let mut tx = self.begin_write().await?;
         let updated = sqlx::query!(
-            r#"UPDATE jobs SET lease_expires_at = ?
+            r#"UPDATE jobs SET lease_expires_at = ?, phase = coalesce(?, phase)
                WHERE id = ? AND state = 'running' AND lease_id = ? AND lease_expires_at >= ?"#,
             expires,
+            phase,
             job_id,
             lease_id,
             now
@@ -410,7 +451,8 @@ impl Db {
         Ok(sqlx::query_as!(
             JobRow,
             r#"SELECT j.id, r.name AS repository, c.sha, c.message, m.fingerprint AS "machine?",
-                      j.state, j.reason, j.attempts, j.created_at, j.started_at, j.finished_at, j.error, j.log_tail
+                      j.state, j.reason, j.attempts, j.created_at, j.started_at, j.finished_at, j.error, j.log_tail,
+                      j.phase
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                            LEFT JOIN machines m ON m.id = j.machine_id

@@ -11,6 +11,7 @@ mod counts;
 mod history;
 mod ingest;
 mod jobs;
+mod json_text;
 mod machines;
 mod pages;
 mod regressions;
@@ -39,7 +40,9 @@ pub use commit_status::{
 };
 pub use counts::{JOB_STATES, ServerCounts};
 pub use ingest::{IngestSummary, RunRecord};
-pub use jobs::{JobReason, JobRow, JobTarget, LeaseSettings, labels_satisfy, normalize_labels};
+pub use jobs::{
+    Enqueued, JobReason, JobRow, JobTarget, LeaseSettings, labels_satisfy, normalize_labels,
+};
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,

@@ -44,6 +44,10 @@ pub struct CommitRunRow {
     pub governor: String,
     pub hostname: String,
     pub created_at: i64,
+    /// Which `kymo.toml` ran: `commit`, `server`, or none (an upload).
+    pub config_source: Option<String>,
+    /// The SHA-256 of that `kymo.toml`.
+    pub config_hash: Option<String>,
 }
 
 /// One result of a commit, with the parent commit's value of the same series.
@@ -56,6 +60,8 @@ pub struct CommitMeasurementRow {
     pub direction: String,
     pub machine: String,
     pub value: f64,
+    #[serde(with = "super::json_text::array")]
+    #[schema(value_type = Vec<f64>)]
     pub samples: String,
     pub parent_value: Option<f64>,
 }
@@ -77,7 +83,9 @@ pub struct SeriesPoint {
     pub position: i64,
     pub sha: String,
     pub value: f64,
-    /// JSON array of the raw samples.
+    /// The raw samples.
+    #[serde(with = "super::json_text::array")]
+    #[schema(value_type = Vec<f64>)]
     pub samples: String,
 }
 
@@ -86,6 +94,9 @@ pub struct SeriesPoint {
 pub struct CommitRow {
     pub id: i64,
     pub sha: String,
+    /// Parent shas, the first parent first.
+    #[serde(with = "super::json_text::words")]
+    #[schema(value_type = Vec<String>)]
     pub parents: String,
     pub author: String,
     pub committed_at: i64,
@@ -197,7 +208,7 @@ impl Db {
         Ok(sqlx::query_as!(
             CommitRunRow,
             r#"SELECT u.id, m.fingerprint AS machine, m.name AS machine_name, u.source, u.kernel,
-                      u.toolchain, u.governor, u.hostname, u.created_at
+                      u.toolchain, u.governor, u.hostname, u.created_at, u.config_source, u.config_hash
                FROM runs u JOIN machines m ON m.id = u.machine_id
                WHERE u.commit_id = ? ORDER BY u.id"#,
             commit_id

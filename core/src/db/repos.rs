@@ -192,6 +192,36 @@ impl Db {
         Ok(id)
     }
 
+    /// Keeps `toml` as the repository's suites for commits without a `kymo.toml` (or forgets
+    /// them, with `None`). The caller has validated the file.
+    pub async fn set_stored_suites(
+        &self,
+        repository_id: i64,
+        toml: Option<&str>,
+    ) -> Result<(), DbError> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query!(
+            "UPDATE repositories SET suites_toml = ? WHERE id = ?",
+            toml,
+            repository_id
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The `kymo.toml` kept on the server for the repository, if any.
+    pub async fn stored_suites(&self, repository_id: i64) -> Result<Option<String>, DbError> {
+        Ok(sqlx::query_scalar!(
+            "SELECT suites_toml FROM repositories WHERE id = ?",
+            repository_id
+        )
+        .fetch_optional(&self.reader)
+        .await?
+        .flatten())
+    }
+
     /// The id of a known commit.
     pub async fn commit_id(
         &self,

@@ -82,6 +82,7 @@ impl Synthetic {
             environment: &self.environment,
             log: "",
             suites,
+            config: None,
         };
         self.db.store_run(record, 600 * i as i64).await.unwrap()
     }

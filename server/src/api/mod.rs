@@ -47,6 +47,12 @@ fn documented() -> OpenApiRouter<AppState> {
         .routes(routes!(repos::list, repos::create))
         .routes(routes!(repos::show))
         .routes(routes!(repos::enqueue_run))
+        .routes(routes!(repos::backfill))
+        .routes(routes!(
+            repos::get_suites,
+            repos::put_suites,
+            repos::delete_suites
+        ))
         .routes(routes!(repos::commit))
         .routes(routes!(series::series))
         .routes(routes!(verdicts::regressions))

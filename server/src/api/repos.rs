@@ -9,13 +9,15 @@ use kymo_core::db::{
 };
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{
-    ApiErrorBody, NewRepository, RunQueued, RunRequest, UploadAccepted, UploadRequest,
+    ApiErrorBody, BackfillQueued, BackfillRequest, NewRepository, RunQueued, RunRequest,
+    StoredSuites, UploadAccepted, UploadRequest,
 };
 use serde::Serialize;
 
 use super::ApiJson;
 use super::doc::RepoPath;
 use crate::auth::{Admin, Uploader};
+use crate::backfill::Backfill;
 use crate::error::{AppError, AppResult};
 use crate::git;
 use crate::state::AppState;
@@ -37,16 +39,16 @@ pub async fn show(
 
 #[utoipa::path(post, path = "/repos", tag = "repos", request_body = NewRepository,
     responses(
-        (status = 201, description = "Cloned and tracked", body = RepositoryRow),
+        (status = 201, description = "Cloned and tracked (and its history queued, with `backfill`)", body = RepositoryRow),
         (status = 409, description = "The name is taken", body = ApiErrorBody),
-        (status = 422, description = "Invalid name, URL or branch, or the clone failed", body = ApiErrorBody)))]
+        (status = 422, description = "Invalid name, URL, branch or suites, or the clone failed", body = ApiErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     _admin: Admin,
     ApiJson(new): ApiJson<NewRepository>,
 ) -> AppResult<(StatusCode, Json<RepositoryRow>)> {
-    let branch = new.branch.as_deref().unwrap_or("main");
-    validate_repository(&new.name, &new.url, branch)?;
+    // The branch is checked once known; "main" stands in for the remote's default here.
+    validate_repository(&new.name, &new.url, new.branch.as_deref().unwrap_or("main"))?;
     if state.db.repository(&new.name).await.is_ok() {
         return Err(AppError::Conflict(format!(
             "a repository named {:?} already exists",
@@ -59,15 +61,113 @@ pub async fn create(
         machine_labels: new.machine_labels.unwrap_or_default(),
     }
     .validated()?;
+    if let Some(toml) = &new.suites {
+        validate_suites_toml(toml)?;
+    }
+    let backfill = new
+        .backfill
+        .map(|last| {
+            Backfill::from_request(&BackfillRequest {
+                last: Some(last),
+                ..Default::default()
+            })
+        })
+        .transpose()?;
     // Clone before storing anything, so that a wrong URL or branch changes nothing.
-    git::probe(&state, &new.name, &new.url, branch).await?;
+    let branch = git::probe(&state, &new.name, &new.url, new.branch.as_deref()).await?;
+    validate_repository(&new.name, &new.url, &branch)?;
     let repo = state
         .db
-        .create_repository(&new.name, &new.url, branch, settings, state.now())
+        .create_repository(&new.name, &new.url, &branch, settings, state.now())
         .await?;
+    if let Some(toml) = &new.suites {
+        state.db.set_stored_suites(repo.id, Some(toml)).await?;
+    }
     git::sync_history(&state, &repo).await?;
-    tracing::info!(repo = repo.name, url = repo.url, "repository added");
+    tracing::info!(repo = repo.name, url = repo.url, branch, "repository added");
+    if let Some(backfill) = backfill {
+        crate::backfill::backfill(&state, &repo, backfill).await?;
+    }
     Ok((StatusCode::CREATED, Json(repo)))
+}
+
+/// Checks a `kymo.toml` as a worker would read a commit's own; the parser's message is the
+/// error.
+fn validate_suites_toml(toml: &str) -> AppResult<()> {
+    kymo_worker::config::parse_kymo_toml_bytes(toml.as_bytes())
+        .map(|_| ())
+        .map_err(|e| AppError::BadRequest(format!("suites: {e}")))
+}
+
+#[utoipa::path(put, path = "/repos/{repo}/suites", tag = "repos", params(RepoPath),
+    request_body = StoredSuites,
+    responses(
+        (status = 200, description = "Kept: commits without a kymo.toml run these suites", body = StoredSuites),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 422, description = "Not a valid kymo.toml; nothing changed", body = ApiErrorBody)))]
+pub async fn put_suites(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(repo): Path<String>,
+    ApiJson(suites): ApiJson<StoredSuites>,
+) -> AppResult<Json<StoredSuites>> {
+    let repo = state.db.repository(&repo).await?;
+    validate_suites_toml(&suites.toml)?;
+    state
+        .db
+        .set_stored_suites(repo.id, Some(&suites.toml))
+        .await?;
+    Ok(Json(suites))
+}
+
+#[utoipa::path(get, path = "/repos/{repo}/suites", tag = "repos", params(RepoPath),
+    responses(
+        (status = 200, description = "The kymo.toml kept on the server", body = StoredSuites),
+        (status = 404, description = "No such repository, or no suites kept", body = ApiErrorBody)))]
+pub async fn get_suites(
+    State(state): State<AppState>,
+    Path(repo): Path<String>,
+) -> AppResult<Json<StoredSuites>> {
+    let repo = state.db.repository(&repo).await?;
+    match state.db.stored_suites(repo.id).await? {
+        Some(toml) => Ok(Json(StoredSuites { toml })),
+        None => Err(AppError::NotFound(format!(
+            "{} keeps no suites on the server",
+            repo.name
+        ))),
+    }
+}
+
+#[utoipa::path(delete, path = "/repos/{repo}/suites", tag = "repos", params(RepoPath),
+    responses(
+        (status = 204, description = "Forgotten: only commits with a kymo.toml run"),
+        (status = 404, description = "No such repository", body = ApiErrorBody)))]
+pub async fn delete_suites(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(repo): Path<String>,
+) -> AppResult<StatusCode> {
+    let repo = state.db.repository(&repo).await?;
+    state.db.set_stored_suites(repo.id, None).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/repos/{repo}/backfill", tag = "repos", params(RepoPath),
+    request_body = BackfillRequest,
+    responses(
+        (status = 202, description = "The range's commits queued on every machine, below pushed heads and bisection", body = BackfillQueued),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 422, description = "Bad range, unknown commit, or too many commits", body = ApiErrorBody)))]
+pub async fn backfill(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(repo): Path<String>,
+    ApiJson(request): ApiJson<BackfillRequest>,
+) -> AppResult<(StatusCode, Json<BackfillQueued>)> {
+    let repo = state.db.repository(&repo).await?;
+    let backfill = Backfill::from_request(&request)?;
+    let queued = crate::backfill::backfill(&state, &repo, backfill).await?;
+    Ok((StatusCode::ACCEPTED, Json(queued)))
 }
 
 #[utoipa::path(post, path = "/repos/{repo}/runs", tag = "repos", params(RepoPath),
@@ -157,7 +257,11 @@ pub async fn upload_results(
     kymo_core::results::validate_suites(&upload.suites).map_err(AppError::BadRequest)?;
     kymo_core::results::validate_environment(&upload.environment).map_err(AppError::BadRequest)?;
     // The commit first: an upload refused for an unknown commit must not register its machine.
-    let commit_id = match state.db.commit_id(repo.id, &upload.commit).await? {
+    let known = match CommitSha::parse(&upload.commit) {
+        Ok(sha) => state.db.commit_id(repo.id, &sha).await?,
+        Err(_) => None,
+    };
+    let commit_id = match known {
         Some(id) => id,
         None => {
             git::resolve_commit(&state, &repo, Some(upload.commit.as_str()))
@@ -194,6 +298,7 @@ pub async fn upload_results(
                 environment: &upload.environment,
                 log: "",
                 suites: &upload.suites,
+                config: None,
             },
             now,
         )

@@ -51,9 +51,16 @@ pub async fn heartbeat(
     Path(id): Path<i64>,
     ApiJson(beat): ApiJson<Heartbeat>,
 ) -> AppResult<Json<Value>> {
+    let phase = beat.phase.as_deref().map(clean_phase);
     state
         .db
-        .heartbeat(id, &beat.lease_id, state.leases, state.now())
+        .heartbeat(
+            id,
+            &beat.lease_id,
+            phase.as_deref(),
+            state.leases,
+            state.now(),
+        )
         .await?;
     Ok(Json(json!({ "lease_seconds": state.leases.lease_seconds })))
 }
@@ -87,7 +94,11 @@ pub async fn complete(
             crate::alerts::commit_status_changed(&state, target.commit_id).await?;
             Ok(Json(json!({ "state": "failed" })))
         }
-        JobOutcome::Succeeded { suites, log } => {
+        JobOutcome::Succeeded {
+            suites,
+            log,
+            config,
+        } => {
             let target = state.db.job_target(id).await?;
             let record = RunRecord {
                 repository_id: target.repository_id,
@@ -97,6 +108,7 @@ pub async fn complete(
                 environment: &completion.environment,
                 log: log_tail(log, MAX_LOG_BYTES),
                 suites,
+                config: config.as_ref().filter(|c| is_sha256_hex(&c.sha256)),
             };
             match state.db.store_run(record, now).await {
                 Ok(summary) => {
@@ -129,5 +141,45 @@ pub async fn complete(
                 Err(other) => Err(other.into()),
             }
         }
+    }
+}
+
+/// Longest phase kept for the queue page.
+const MAX_PHASE_CHARS: usize = 120;
+
+/// A worker's phase as the queue page may show it: one short line without control characters.
+fn clean_phase(phase: &str) -> String {
+    phase
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_PHASE_CHARS)
+        .collect()
+}
+
+fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_are_one_short_line() {
+        assert_eq!(
+            clean_phase("suite 1 of 2:\nbuild\u{1b}[31m"),
+            "suite 1 of 2: build [31m"
+        );
+        assert_eq!(
+            clean_phase(&"x".repeat(1000)).chars().count(),
+            MAX_PHASE_CHARS
+        );
+    }
+
+    #[test]
+    fn only_a_sha256_is_kept_as_a_configuration_hash() {
+        assert!(is_sha256_hex(&"ab".repeat(32)));
+        assert!(!is_sha256_hex("abc"));
+        assert!(!is_sha256_hex(&"zz".repeat(32)));
     }
 }

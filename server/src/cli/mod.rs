@@ -6,12 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use kymo_core::db::{JobRow, LeaseSettings, RepositoryRow};
+use kymo_core::db::{JobRow, LeaseSettings};
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
-use kymo_core::model::{CommitSha, MachineFingerprint};
-use kymo_core::protocol::{
-    NewRepository, RunQueued, RunRequest, SuiteUpload, UploadAccepted, UploadRequest,
-};
+use kymo_core::model::MachineFingerprint;
+use kymo_core::protocol::{SuiteUpload, UploadAccepted, UploadRequest};
 use kymo_worker::client::ServerClient;
 use kymo_worker::fingerprint::{detect_environment, detect_specs};
 
@@ -21,6 +19,7 @@ mod alerts;
 mod compare;
 mod listing;
 mod progress;
+mod repos;
 mod tokens;
 
 pub use tokens::TokenCommand;
@@ -29,10 +28,6 @@ pub use tokens::TokenCommand;
 #[derive(Debug, Parser)]
 #[command(name = "kymo", version, about)]
 pub struct Cli {
-    /// A token for the server (`kymo token create`); on the server's machine, the admin token
-    /// `kymo serve` writes beside its database is used when none is given.
-    #[arg(long, global = true, env = "KYMO_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -45,16 +40,10 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Add or list tracked repositories.
     #[command(subcommand)]
-    Repo(RepoCommand),
-    /// Queue a commit (default: the tracked branch's head) for every machine.
-    Run {
-        /// The repository's name.
-        name: String,
-        /// A sha, branch or tag.
-        commitish: Option<String>,
-        #[command(flatten)]
-        server: ServerArg,
-    },
+    Repo(repos::RepoCommand),
+    /// Queue a commit (default: the tracked branch's head), or a stretch of history
+    /// (`--last N`, `A..B`, thinned with `--every K`), for every machine.
+    Run(repos::RunArgs),
     /// Cancel a waiting or running job.
     Cancel {
         job: i64,
@@ -116,6 +105,10 @@ pub struct ServerArg {
     /// The kymo server.
     #[arg(long, env = "KYMO_SERVER", default_value = "http://127.0.0.1:8080")]
     pub server: String,
+    /// A token for the server (`kymo token create`); on the server's machine, the admin token
+    /// `kymo serve` writes beside its database is used when none is given.
+    #[arg(long, env = "KYMO_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -162,36 +155,13 @@ pub struct WorkerArgs {
     pub labels: Vec<String>,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum RepoCommand {
-    /// Track a repository: NAME and a local path or git URL.
-    Add {
-        name: String,
-        url_or_path: String,
-        #[arg(long, default_value = "main")]
-        branch: String,
-        /// Shared secret of the push webhook (`/api/v1/webhooks/{github,gitlab,gitea}?repo=NAME`).
-        #[arg(long, env = "KYMO_WEBHOOK_SECRET")]
-        webhook_secret: Option<String>,
-        /// Poll the remote this often, in seconds, for hosts that cannot send webhooks.
-        #[arg(long, value_name = "SECONDS")]
-        poll: Option<i64>,
-        /// Run this repository's jobs only on machines with these labels (comma-separated).
-        #[arg(long, value_name = "LABELS")]
-        machines: Option<String>,
-        #[command(flatten)]
-        server: ServerArg,
-    },
-    /// List tracked repositories.
-    List(listing::ListArgs),
-}
-
 #[derive(Debug, Args)]
 pub struct UploadArgs {
     #[command(flatten)]
     pub server: ServerArg,
     #[arg(long)]
     pub repo: String,
+    /// The commit the results belong to: a sha (full or short), branch or tag.
     #[arg(long)]
     pub commit: String,
     /// The results' format: kymo, criterion, bmf, hyperfine, google-benchmark, go-bench,
@@ -208,15 +178,17 @@ pub struct UploadArgs {
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    tokens::use_token(cli.token);
     match cli.command {
         Command::Serve(args) => {
-            let data_dir = args.data.clone().unwrap_or_else(|| {
-                let parent = args.db.parent().filter(|p| !p.as_os_str().is_empty());
-                parent.unwrap_or(Path::new(".")).join("kymo-data")
-            });
+            // Paths are made absolute once, here: the worker and git resolve them from other
+            // directories (a relative data directory was applied twice inside a work tree).
+            let db = absolute(&args.db)?;
+            let data_dir = match &args.data {
+                Some(data) => absolute(data)?,
+                None => db.parent().unwrap_or(Path::new("/")).join("kymo-data"),
+            };
             serve(ServeOptions {
-                db: args.db,
+                db,
                 listen: args.listen,
                 embedded_worker: !args.no_worker,
                 leases: LeaseSettings {
@@ -234,13 +206,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Worker(args) => {
-            let token = tokens::token_for(&args.server.server).context(
+            let token = tokens::token_for(&args.server).context(
                 "a worker needs a token: pass --token (from `kymo token create --worker NAME` on the server's machine)",
             )?;
             let config = kymo_worker::WorkerConfig {
                 server: args.server.server,
                 token,
-                cache_dir: args.cache_dir,
+                cache_dir: absolute(&args.cache_dir)?,
                 poll_interval: std::time::Duration::from_secs(2),
                 limits: Default::default(),
                 labels: args.labels,
@@ -254,36 +226,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             })
             .await
         }
-        Command::Repo(RepoCommand::Add {
-            name,
-            url_or_path,
-            branch,
-            webhook_secret,
-            poll,
-            machines,
-            server,
-        }) => {
-            let url = absolute_if_local(&url_or_path)?;
-            let body = NewRepository {
-                name,
-                url,
-                branch: Some(branch),
-                webhook_secret,
-                poll_seconds: poll,
-                machine_labels: machines,
-            };
-            let waiting =
-                progress::spinner(format!("cloning {} and reading its history", body.url));
-            let answer = blocking(move || client(&server).post("/repos", &body)).await;
-            waiting.finish_and_clear();
-            let repo: RepositoryRow = answer?;
-            println!(
-                "added {} ({} on branch {})",
-                repo.name, repo.url, repo.branch
-            );
-            Ok(())
-        }
-        Command::Repo(RepoCommand::List(args)) => listing::repositories(args).await,
+        Command::Repo(command) => repos::repo(command).await,
         Command::Jobs(args) => listing::jobs(args).await,
         Command::Machines(args) => listing::machines(args).await,
         Command::Completions { shell } => {
@@ -291,17 +234,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             clap_complete::generate(shell, &mut command, "kymo", &mut std::io::stdout());
             Ok(())
         }
-        Command::Run {
-            name,
-            commitish,
-            server,
-        } => {
-            let path = format!("/repos/{name}/runs");
-            let body = RunRequest { commit: commitish };
-            let queued: RunQueued = blocking(move || client(&server).post(&path, &body)).await?;
-            println!("queued {} as job(s) {:?}", queued.commit, queued.jobs);
-            Ok(())
-        }
+        Command::Run(args) => repos::run(args).await,
         Command::Cancel { job, server } => {
             let job: JobRow = blocking(move || {
                 client(&server).post(&format!("/jobs/{job}/cancel"), &serde_json::json!({}))
@@ -325,8 +258,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             no_serve,
         } => {
             crate::demo::demo(crate::demo::DemoOptions {
-                listen,
-                data,
+                // Without a dashboard to serve, any free port does: a running `kymo serve`
+                // on the default one must not stop the demo.
+                listen: if no_serve {
+                    SocketAddr::from(([127, 0, 0, 1], 0))
+                } else {
+                    listen
+                },
+                data: absolute(&data)?,
                 serve: !no_serve,
             })
             .await
@@ -343,7 +282,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 pub(crate) fn client(server: &ServerArg) -> ServerClient {
-    ServerClient::new(&server.server, tokens::token_for(&server.server))
+    ServerClient::new(&server.server, tokens::token_for(server))
+}
+
+/// `path` made absolute against the current directory (without resolving links).
+pub(crate) fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
 }
 
 /// Runs blocking client work off the async runtime.
@@ -351,19 +295,6 @@ pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
 ) -> anyhow::Result<T> {
     tokio::task::spawn_blocking(work).await?
-}
-
-/// A path that exists on this machine becomes absolute, so that the server finds it from its
-/// own working directory; anything else is taken as a URL.
-fn absolute_if_local(url_or_path: &str) -> anyhow::Result<String> {
-    let path = Path::new(url_or_path);
-    if !url_or_path.contains("://") && path.exists() {
-        let absolute = path
-            .canonicalize()
-            .with_context(|| format!("cannot resolve {url_or_path}"))?;
-        return Ok(absolute.display().to_string());
-    }
-    Ok(url_or_path.to_owned())
 }
 
 async fn upload(args: UploadArgs) -> anyhow::Result<()> {
@@ -375,7 +306,6 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
             known.join(", ")
         );
     };
-    let commit = CommitSha::parse(&args.commit)?;
     let machine = args
         .machine
         .as_deref()
@@ -408,7 +338,7 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
         suites
     };
     let request = UploadRequest {
-        commit,
+        commit: args.commit.clone(),
         specs: machine.is_none().then(detect_specs),
         machine,
         environment: detect_environment(),

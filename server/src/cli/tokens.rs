@@ -2,13 +2,13 @@
 //! (they open its database directly, so they also work before any token exists).
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use anyhow::Context;
 use clap::{ArgGroup, Subcommand};
 use kymo_core::clock::{Clock, SystemClock};
 use kymo_core::db::{Db, TokenScope};
 
+use super::ServerArg;
 use crate::pages::format::utc;
 use crate::serve::admin_token_path;
 
@@ -46,19 +46,14 @@ pub enum TokenCommand {
     },
 }
 
-static TOKEN: OnceLock<Option<String>> = OnceLock::new();
-
-/// Remembers the token given on the command line or in `KYMO_TOKEN`.
-pub fn use_token(token: Option<String>) {
-    let _ = TOKEN.set(token.filter(|t| !t.trim().is_empty()));
-}
-
-/// The token to send to `server`: the one given, or, for a server on this machine, the admin
-/// token its `kymo serve` wrote beside the database (`KYMO_DB`, default `kymo.db`).
-pub fn token_for(server: &str) -> Option<String> {
-    if let Some(Some(token)) = TOKEN.get() {
+/// The token to send to the server: the one given (`--token` or `KYMO_TOKEN`), or, for a
+/// server on this machine, the admin token its `kymo serve` wrote beside the database
+/// (`KYMO_DB`, default `kymo.db`).
+pub fn token_for(arg: &ServerArg) -> Option<String> {
+    if let Some(token) = arg.token.as_ref().filter(|t| !t.trim().is_empty()) {
         return Some(token.clone());
     }
+    let server = &arg.server;
     let local = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
         .iter()
         .any(|prefix| server.starts_with(prefix));

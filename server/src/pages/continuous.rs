@@ -1,5 +1,5 @@
-//! Pages of continuous operation: the webhook deliveries, and the queue's cancel and retry
-//! buttons.
+//! Pages of continuous operation: the webhook deliveries, the queue's cancel and retry
+//! buttons, and the repository page's backfill form.
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -7,8 +7,66 @@ use axum::response::Redirect;
 
 use super::format::utc;
 use super::{PageError, PageResult, render};
+use kymo_core::protocol::BackfillRequest;
+
 use crate::auth::{AdminForm, NoFields};
+use crate::backfill::Backfill;
+use crate::error::AppError;
 use crate::state::AppState;
+
+/// The repository page's "measure history" form: the last N commits, or a range `A..B`,
+/// thinned by `every`. Empty fields count as not given.
+#[derive(Debug, serde::Deserialize)]
+pub struct BackfillForm {
+    #[serde(default)]
+    last: String,
+    #[serde(default)]
+    range: String,
+    #[serde(default)]
+    every: String,
+}
+
+impl BackfillForm {
+    fn request(&self) -> Result<BackfillRequest, AppError> {
+        let number = |field: &str, text: &str| -> Result<Option<u32>, AppError> {
+            let text = text.trim();
+            if text.is_empty() {
+                return Ok(None);
+            }
+            text.parse().map(Some).map_err(|_| {
+                AppError::BadRequest(format!("{field} must be a whole number, not {text:?}"))
+            })
+        };
+        let (from, to) = match self.range.trim() {
+            "" => (None, None),
+            range => match range.split_once("..") {
+                Some((from, to)) => (Some(from.to_owned()), Some(to.to_owned())),
+                None => {
+                    return Err(AppError::BadRequest(format!(
+                        "the range {range:?} is not of the form A..B"
+                    )));
+                }
+            },
+        };
+        Ok(BackfillRequest {
+            last: number("last", &self.last)?,
+            from,
+            to,
+            every: number("every", &self.every)?,
+        })
+    }
+}
+
+pub async fn backfill(
+    State(state): State<AppState>,
+    Path(repo): Path<String>,
+    form: AdminForm<BackfillForm>,
+) -> Result<Redirect, PageError> {
+    let repo = state.db.repository(&repo).await?;
+    let backfill = Backfill::from_request(&form.form.request()?)?;
+    crate::backfill::backfill(&state, &repo, backfill).await?;
+    Ok(Redirect::to("/queue"))
+}
 
 /// The queue page's cancel button.
 pub async fn cancel_job(

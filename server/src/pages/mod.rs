@@ -39,6 +39,10 @@ pub fn router() -> Router<AppState> {
         .route("/logout", axum::routing::post(access::logout))
         .route("/machines", get(views::machines))
         .route("/repos/{repo}", get(views::repository))
+        .route(
+            "/repos/{repo}/backfill",
+            axum::routing::post(continuous::backfill),
+        )
         .route("/repos/{repo}/commits/{sha}", get(views::commit))
         .route("/repos/{repo}/benchmarks/{*name}", get(views::benchmark))
         .route("/repos/{repo}/regressions", get(verdicts::regressions))

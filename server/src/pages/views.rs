@@ -71,6 +71,10 @@ struct RepoPage {
     history: Vec<HistoryView>,
     next_offset: Option<i64>,
     benchmarks: Vec<(String, i64)>,
+    /// Whether a kymo.toml is kept on the server for commits without one.
+    stored_suites: bool,
+    /// The logged-in admin's anti-forgery token, for the backfill form.
+    csrf: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -82,6 +86,7 @@ pub async fn repository(
     State(state): State<AppState>,
     Path(name): Path<String>,
     Query(paging): Query<Paging>,
+    viewer: Viewer,
     headers: HeaderMap,
 ) -> PageResult {
     let repo = state.db.repository(&name).await?;
@@ -103,6 +108,8 @@ pub async fn repository(
         .collect();
     let page = RepoPage {
         benchmarks: state.db.benchmarks(repo.id).await?,
+        stored_suites: state.db.stored_suites(repo.id).await?.is_some(),
+        csrf: viewer.csrf(),
         name: repo.name,
         url: repo.url,
         branch: repo.branch,
@@ -118,6 +125,8 @@ pub async fn repository(
 struct RunView {
     machine: String,
     source: String,
+    /// Which kymo.toml ran, and a prefix of its SHA-256.
+    config: String,
     kernel: String,
     toolchain: String,
     governor: String,
@@ -161,6 +170,15 @@ pub async fn commit(
         .runs
         .into_iter()
         .map(|r| RunView {
+            config: match (r.config_source.as_deref(), r.config_hash.as_deref()) {
+                (Some("commit"), Some(hash)) => {
+                    format!("its kymo.toml ({})", hash.get(..12).unwrap_or(hash))
+                }
+                (Some("server"), Some(hash)) => {
+                    format!("kept on the server ({})", hash.get(..12).unwrap_or(hash))
+                }
+                _ => "–".into(),
+            },
             machine: r.machine,
             source: r.source,
             kernel: r.kernel,
@@ -323,6 +341,8 @@ struct JobView {
     elapsed: String,
     error: Option<String>,
     log_tail: String,
+    /// What a running job is doing.
+    phase: Option<String>,
 }
 
 #[derive(Template)]
@@ -363,6 +383,7 @@ pub async fn queue(
             queued: utc(j.created_at),
             error: j.error,
             log_tail: j.log_tail.unwrap_or_default(),
+            phase: j.phase,
         })
         .collect();
     let page = QueuePage {

@@ -4,10 +4,12 @@
 mod access;
 mod alerts;
 mod api;
+mod backfill;
 mod cache;
 mod cli_listing;
 mod commit_status;
 mod continuous;
+mod day_one;
 mod delivery_loop;
 mod disk_full;
 mod eco;

@@ -1,0 +1,202 @@
+//! `kymo repo add|set|list` and `kymo run`: tracking a repository, the suites kept for it on
+//! the server, and queueing commits, one or a whole stretch of history.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use kymo_core::db::RepositoryRow;
+use kymo_core::protocol::{
+    BackfillQueued, BackfillRequest, NewRepository, RunQueued, RunRequest, StoredSuites,
+};
+
+use super::{ServerArg, blocking, client, listing, progress};
+
+#[derive(Debug, Subcommand)]
+pub enum RepoCommand {
+    /// Track a repository: NAME and a local path or git URL.
+    Add {
+        name: String,
+        url_or_path: String,
+        /// The branch to follow [default: the remote's default branch].
+        #[arg(long)]
+        branch: Option<String>,
+        /// Shared secret of the push webhook (`/api/v1/webhooks/{github,gitlab,gitea}?repo=NAME`).
+        #[arg(long, env = "KYMO_WEBHOOK_SECRET")]
+        webhook_secret: Option<String>,
+        /// Poll the remote this often, in seconds, for hosts that cannot send webhooks.
+        #[arg(long, value_name = "SECONDS")]
+        poll: Option<i64>,
+        /// Run this repository's jobs only on machines with these labels (comma-separated).
+        #[arg(long, value_name = "LABELS")]
+        machines: Option<String>,
+        /// A kymo.toml kept on the server: the suites of commits that carry none of their own.
+        #[arg(long, value_name = "FILE")]
+        suites: Option<PathBuf>,
+        /// Queue the last N first-parent commits of the branch at once.
+        #[arg(long, value_name = "N")]
+        backfill: Option<u32>,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Change a tracked repository's settings.
+    Set {
+        name: String,
+        /// Keep this kymo.toml on the server for commits without their own (validated first).
+        #[arg(long, value_name = "FILE", conflicts_with = "no_suites")]
+        suites: Option<PathBuf>,
+        /// Forget the suites kept on the server.
+        #[arg(long)]
+        no_suites: bool,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// List tracked repositories.
+    List(listing::ListArgs),
+}
+
+/// `kymo run`: one commit, or a stretch of history.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The repository's name.
+    pub name: String,
+    /// A sha, branch or tag (default: the branch head), or a range `A..B`: the first-parent
+    /// commits after A up to and including B (B defaults to the branch head).
+    pub commitish: Option<String>,
+    /// Queue the last N first-parent commits of the branch (or of COMMITISH).
+    #[arg(long, value_name = "N")]
+    pub last: Option<u32>,
+    /// Keep every K-th commit of a range or of --last (the newest always).
+    #[arg(long, value_name = "K")]
+    pub every: Option<u32>,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
+
+pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
+    match command {
+        RepoCommand::Add {
+            name,
+            url_or_path,
+            branch,
+            webhook_secret,
+            poll,
+            machines,
+            suites,
+            backfill,
+            server,
+        } => {
+            let url = absolute_if_local(&url_or_path)?;
+            let body = NewRepository {
+                name,
+                url,
+                branch,
+                webhook_secret,
+                poll_seconds: poll,
+                machine_labels: machines,
+                suites: suites.as_deref().map(read_suites).transpose()?,
+                backfill,
+            };
+            let waiting =
+                progress::spinner(format!("cloning {} and reading its history", body.url));
+            let answer = blocking(move || client(&server).post("/repos", &body)).await;
+            waiting.finish_and_clear();
+            let repo: RepositoryRow = answer?;
+            println!(
+                "added {} ({} on branch {})",
+                repo.name, repo.url, repo.branch
+            );
+            if let Some(n) = backfill {
+                println!(
+                    "queued its last {n} commits; follow them with `kymo jobs` or on the queue page"
+                );
+            }
+            Ok(())
+        }
+        RepoCommand::Set {
+            name,
+            suites,
+            no_suites,
+            server,
+        } => {
+            let path = format!("/repos/{name}/suites");
+            if let Some(file) = suites {
+                let body = StoredSuites {
+                    toml: read_suites(&file)?,
+                };
+                let _: StoredSuites = blocking(move || client(&server).put(&path, &body)).await?;
+                println!(
+                    "{name} keeps {} on the server: commits without a kymo.toml run it",
+                    file.display()
+                );
+            } else if no_suites {
+                blocking(move || client(&server).delete(&path)).await?;
+                println!("{name} keeps no suites on the server");
+            } else {
+                bail!("nothing to set: pass --suites FILE or --no-suites");
+            }
+            Ok(())
+        }
+        RepoCommand::List(args) => listing::repositories(args).await,
+    }
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let range = args.commitish.as_deref().and_then(|c| c.split_once(".."));
+    if args.last.is_none() && range.is_none() {
+        if args.every.is_some() {
+            bail!("--every thins a range: give --last N or A..B as well");
+        }
+        let path = format!("/repos/{}/runs", args.name);
+        let body = RunRequest {
+            commit: args.commitish,
+        };
+        let server = args.server;
+        let queued: RunQueued = blocking(move || client(&server).post(&path, &body)).await?;
+        println!("queued {} as job(s) {:?}", queued.commit, queued.jobs);
+        return Ok(());
+    }
+    let body = match range {
+        Some(_) if args.last.is_some() => bail!("give --last N or A..B, not both"),
+        Some((from, to)) => BackfillRequest {
+            from: Some(from.to_owned()),
+            to: Some(to.to_owned()).filter(|t| !t.is_empty()),
+            every: args.every,
+            ..Default::default()
+        },
+        None => BackfillRequest {
+            last: args.last,
+            to: args.commitish,
+            every: args.every,
+            ..Default::default()
+        },
+    };
+    let path = format!("/repos/{}/backfill", args.name);
+    let server = args.server;
+    let queued: BackfillQueued = blocking(move || client(&server).post(&path, &body)).await?;
+    println!(
+        "{} commit(s) chosen, {} job(s) waiting for them, {} already measured",
+        queued.commits.len(),
+        queued.jobs.len(),
+        queued.skipped
+    );
+    Ok(())
+}
+
+/// Reads a kymo.toml to keep on the server; the server validates it.
+fn read_suites(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// A path that exists on this machine becomes absolute, so that the server finds it from its
+/// own working directory; anything else is taken as a URL.
+fn absolute_if_local(url_or_path: &str) -> anyhow::Result<String> {
+    let path = Path::new(url_or_path);
+    if !url_or_path.contains("://") && path.exists() {
+        let absolute = path
+            .canonicalize()
+            .with_context(|| format!("cannot resolve {url_or_path}"))?;
+        return Ok(absolute.display().to_string());
+    }
+    Ok(url_or_path.to_owned())
+}
