@@ -124,7 +124,8 @@ impl Worker {
     /// When the lease is lost (the job was cancelled), `work`'s running command is killed.
     fn with_heartbeat<T>(&self, job: &ClaimedJob, work: impl FnOnce(&JobControl) -> T) -> T {
         let (phases, inbox) = mpsc::channel::<String>();
-        let every = Duration::from_secs((job.lease_seconds / 3).max(1) as u64);
+        // At most 5 s apart, so that a cancelled job stops within seconds, not a lease.
+        let every = Duration::from_secs((job.lease_seconds / 3).clamp(1, 5) as u64);
         let client = &self.client;
         let cancelled = AtomicBool::new(false);
         std::thread::scope(|scope| {

@@ -60,14 +60,21 @@ pub async fn jobs(args: ListArgs) -> anyhow::Result<()> {
             return;
         }
         println!(
-            "{:>6} {:<10} {:<20} {:<10} {:<16} {:>8}",
-            "ID", "STATE", "REPOSITORY", "COMMIT", "MACHINE", "ATTEMPTS"
+            "{:>6} {:<10} {:<8} {:<20} {:<10} {:<16} {:>8}  DOING / OUTCOME",
+            "ID", "STATE", "WHY", "REPOSITORY", "COMMIT", "MACHINE", "ATTEMPTS"
         );
         for j in jobs {
+            // A running job says what it is doing; a failed one why.
+            let doing = match (j.state.as_str(), &j.phase, &j.error) {
+                ("running", Some(phase), _) => phase.as_str(),
+                (_, _, Some(error)) => error.lines().next().unwrap_or(""),
+                _ => "",
+            };
             println!(
-                "{:>6} {:<10} {:<20} {:<10} {:<16} {:>8}",
+                "{:>6} {:<10} {:<8} {:<20} {:<10} {:<16} {:>8}  {doing}",
                 j.id,
                 j.state,
+                j.reason,
                 j.repository,
                 &j.sha[..j.sha.len().min(10)],
                 j.machine.as_deref().unwrap_or("-"),

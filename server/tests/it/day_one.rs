@@ -110,7 +110,7 @@ fn kymo_serve_with_its_defaults_benchmarks_a_repository_with_nested_directories(
     );
     let commit = server.get_json(&format!("/api/v1/repos/r/commits/{sha}"));
     assert_eq!(commit["results"][0]["value"], 7.0);
-    assert_eq!(commit["results"][0]["samples"], serde_json::json!([7.0]));
+    assert_eq!(commit["results"][0]["samples"], serde_json::json!([]));
     assert_eq!(commit["commit"]["parents"], serde_json::json!([]));
     assert_eq!(commit["runs"][0]["config_source"], "commit");
     // Everything lives where the defaults say: in the directory `kymo serve` started in.
@@ -217,4 +217,89 @@ fn a_commit_without_suites_fails_with_how_to_fix_it() {
     let error = jobs[0]["error"].as_str().unwrap();
     assert!(error.contains("commit it"), "{error}");
     assert!(error.contains("kymo repo set r --suites"), "{error}");
+}
+
+#[test]
+fn cancelling_a_running_job_kills_its_commands_at_once() {
+    let repo = TestRepo::new();
+    let marker = tempfile::tempdir().unwrap();
+    let pid_file = marker.path().join("pid");
+    let command = format!("sleep 600 & echo $! > {}; wait", pid_file.display());
+    repo.commit(&[("kymo.toml", &kymo_toml(&command, "20m", 1))], "slow");
+    let server = DefaultServer::start();
+    assert_ok(&server.kymo(&["repo", "add", "r", path_str(repo.path())]));
+    assert_ok(&server.kymo(&["run", "r"]));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the suite never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let jobs = server.get_json("/api/v1/jobs");
+    assert_eq!(jobs[0]["state"], "running");
+    assert!(
+        jobs[0]["phase"]
+            .as_str()
+            .unwrap()
+            .starts_with("suite 1 of 1"),
+        "{jobs:#?}"
+    );
+    let listed = assert_ok(&server.kymo(&["jobs"]));
+    assert!(listed.contains("suite 1 of 1"), "{listed}");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let cancelled = Instant::now();
+    assert_ok(&server.kymo(&["cancel", &jobs[0]["id"].to_string()]));
+    loop {
+        // SAFETY: signal 0 only asks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z");
+        if !alive {
+            break;
+        }
+        assert!(
+            cancelled.elapsed() < Duration::from_secs(15),
+            "the benchmark outlived its cancelled job"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let jobs = server.get_json("/api/v1/jobs");
+    assert_eq!(jobs[0]["state"], "cancelled", "{jobs:#?}");
+}
+
+#[test]
+fn cli_errors_are_messages_and_pipes_close_quietly() {
+    let server = DefaultServer::start();
+    let output = Command::new(kymo_bin())
+        .args(["run", "no-such-repo"])
+        .current_dir(server.cwd.path())
+        .env("KYMO_SERVER", &server.url)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(!stderr.contains("backtrace"), "{stderr}");
+    // `kymo completions bash | head -0`: the reader is gone before the writer starts.
+    let mut child = Command::new(kymo_bin())
+        .args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // `--token` belongs to commands that talk to a server, not to `kymo token`.
+    let help = Command::new(kymo_bin())
+        .args(["token", "create", "--help"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("--token"));
 }
