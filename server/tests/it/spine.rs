@@ -80,7 +80,10 @@ fn three_runs_become_three_points_on_the_trend_graph() {
     assert_eq!(got, values);
     let commit = server.get_json(&format!("/api/v1/repos/demo/commits/{}", shas[2]));
     assert_eq!(commit["results"][0]["value"], 104.25);
-    assert_eq!(commit["results"][0]["samples"], "[104.25,104.25]");
+    assert_eq!(
+        commit["results"][0]["samples"],
+        serde_json::json!([104.25, 104.25])
+    );
     assert_eq!(commit["runs"].as_array().unwrap().len(), 1);
 
     // `kymo compare` prints the table; without history nothing is called a regression.
