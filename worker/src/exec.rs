@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::sandbox::ChildSetup;
+
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long the output readers may keep draining after the process group is dead. Only a
@@ -26,13 +28,20 @@ const READER_POLL_MS: libc::c_int = 50;
 const CHUNK: usize = 64 * 1024;
 
 /// What to run and within which limits.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CommandSpec<'a> {
     /// Shell text, run as `sh -c <command>`.
     pub command: &'a str,
     pub cwd: &'a Path,
-    /// Variables added to the worker's own environment.
+    /// Variables added to the worker's own environment, or the whole environment when
+    /// `clear_env` is set.
     pub env: &'a [(String, String)],
+    pub clear_env: bool,
+    /// Applied by the child to itself before it runs the command (the suite's boundary).
+    pub child_setup: Option<&'a ChildSetup>,
+    /// Checked a few times a second while the command runs; `true` stops it
+    /// ([`ExitKind::Stopped`]).
+    pub watch: Option<&'a (dyn Fn() -> bool + Sync)>,
     pub timeout: Duration,
     /// Most stdout bytes kept; more ends the command with [`ExitKind::OutputTooLarge`].
     pub stdout_cap: usize,
@@ -52,6 +61,8 @@ pub enum ExitKind {
     TimedOut,
     /// Wrote more than `stdout_cap` bytes to stdout and was killed.
     OutputTooLarge,
+    /// Killed because its `watch` said so.
+    Stopped,
 }
 
 /// The result of [`run_command`].
@@ -82,23 +93,34 @@ enum Ending {
     Exited,
     TimedOut,
     TooLarge,
+    Stopped,
 }
+
+/// How often `watch` is asked.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
 
 /// Runs `sh -c spec.command` in a new process group with stdin closed, and waits for it
 /// within `spec.timeout`. When the command ends, however it ends, its whole process group is
 /// killed, so background processes it left behind do not outlive it.
 pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     let start = Instant::now();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(spec.command)
-        .current_dir(spec.cwd)
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(spec.command).current_dir(spec.cwd);
+    if spec.clear_env {
+        command.env_clear();
+    }
+    command
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()?;
+        .process_group(0);
+    if let Some(setup) = spec.child_setup {
+        let setup = setup.clone();
+        // SAFETY: `ChildSetup::apply` makes raw system calls only and does not allocate.
+        unsafe { command.pre_exec(move || setup.apply()) };
+    }
+    let mut child = command.spawn()?;
     let pid = child.id() as libc::pid_t;
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
@@ -122,7 +144,13 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     };
 
     let mut readers_done = 0;
-    let ending = wait_for_ending(pid, start + spec.timeout, &inbox, &mut readers_done)?;
+    let ending = wait_for_ending(
+        pid,
+        start + spec.timeout,
+        spec.watch,
+        &inbox,
+        &mut readers_done,
+    )?;
     let duration = start.elapsed();
     match ending {
         Ending::TimedOut => {
@@ -135,7 +163,7 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         }
         // The leader is exited but not reaped, so its pid still names our group: no process
         // outside it can be hit.
-        Ending::Exited | Ending::TooLarge => kill_group(pid, libc::SIGKILL),
+        Ending::Exited | Ending::TooLarge | Ending::Stopped => kill_group(pid, libc::SIGKILL),
     }
     let status = child.wait()?;
 
@@ -146,6 +174,7 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         _ if overflowed => ExitKind::OutputTooLarge,
         Ending::TooLarge => ExitKind::OutputTooLarge,
         Ending::TimedOut => ExitKind::TimedOut,
+        Ending::Stopped => ExitKind::Stopped,
         Ending::Exited => match (status.code(), status.signal()) {
             (Some(0), _) => ExitKind::Success,
             (Some(code), _) => ExitKind::Failed(code),
@@ -165,16 +194,24 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
 fn wait_for_ending(
     pid: libc::pid_t,
     deadline: Instant,
+    watch: Option<&(dyn Fn() -> bool + Sync)>,
     inbox: &Receiver<Event>,
     readers_done: &mut usize,
 ) -> io::Result<Ending> {
     // Short commands should not pay a long poll; long ones should not spin.
     let mut interval = Duration::from_millis(1);
+    let mut next_watch = Instant::now() + WATCH_EVERY;
     loop {
         if leader_has_exited(pid)? {
             return Ok(Ending::Exited);
         }
         let now = Instant::now();
+        if let Some(watch) = watch.filter(|_| now >= next_watch) {
+            if watch() {
+                return Ok(Ending::Stopped);
+            }
+            next_watch = now + WATCH_EVERY;
+        }
         if now >= deadline {
             return Ok(Ending::TimedOut);
         }
@@ -332,6 +369,9 @@ mod tests {
             command,
             cwd: dir,
             env: &[],
+            clear_env: false,
+            child_setup: None,
+            watch: None,
             timeout,
             stdout_cap,
             log_cap: 4096,
@@ -509,6 +549,9 @@ mod tests {
             command: "printf '%s|' \"$KYMO_TEST_VAR\"; cat marker",
             cwd: dir.path(),
             env: &env,
+            clear_env: false,
+            child_setup: None,
+            watch: None,
             timeout: Duration::from_secs(20),
             stdout_cap: MIB,
             log_cap: 4096,
@@ -524,6 +567,9 @@ mod tests {
             command: "true",
             cwd: &dir.path().join("missing"),
             env: &[],
+            clear_env: false,
+            child_setup: None,
+            watch: None,
             timeout: Duration::from_secs(5),
             stdout_cap: MIB,
             log_cap: 4096,
