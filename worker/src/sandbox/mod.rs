@@ -269,10 +269,12 @@ unsafe fn blank_values(env: *const *mut libc::c_char, prefix: &[u8]) {
         while !(*entry).is_null() {
             let text = *entry;
             let bytes = std::ffi::CStr::from_ptr(text).to_bytes();
-            if bytes.starts_with(prefix) {
-                if let Some(equals) = bytes.iter().position(|b| *b == b'=') {
-                    std::ptr::write_bytes(text.add(equals + 1), 0, bytes.len() - equals - 1);
-                }
+            if let Some(equals) = bytes
+                .iter()
+                .position(|b| *b == b'=')
+                .filter(|_| bytes.starts_with(prefix))
+            {
+                std::ptr::write_bytes(text.add(equals + 1), 0, bytes.len() - equals - 1);
             }
             entry = entry.add(1);
         }

@@ -197,7 +197,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
             "unknown unit {unit:?} (use KiB, MiB, GiB, TiB, KB, MB or GB)"
         ));
     };
-    let bytes = number.checked_mul(*scale).unwrap_or(u64::MAX);
+    let bytes = number.saturating_mul(*scale);
     if bytes < MIN_SIZE {
         return Err("it is smaller than 1MiB".into());
     }
@@ -215,7 +215,7 @@ pub fn format_size(bytes: u64) -> String {
         ("MiB", 1 << 20),
         ("KiB", 1 << 10),
     ] {
-        if bytes >= scale && bytes % scale == 0 {
+        if bytes >= scale && bytes.is_multiple_of(scale) {
             return format!("{}{unit}", bytes / scale);
         }
     }
