@@ -130,6 +130,7 @@ async fn main() {
         leases: LeaseSettings::default(),
         data_dir: dir.path().join("data"),
         public_url: None,
+        allow_unconfined_suites: false,
         worker_labels: Vec::new(),
         access: Default::default(),
     })
@@ -155,6 +156,7 @@ async fn main() {
             poll_interval: Duration::from_millis(100),
             limits: Default::default(),
             labels: Vec::new(),
+            sandbox: Default::default(),
         })
         .with_specs(specs());
         assert_eq!(worker.work_once().unwrap(), Tick::QueueEmpty);

@@ -199,6 +199,8 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         worker_labels: Vec::new(),
         access: Default::default(),
         public_url: None,
+        // The demo runs only the suites it wrote itself.
+        allow_unconfined_suites: true,
     })
     .await?;
     let state = running.state.clone();

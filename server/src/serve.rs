@@ -33,6 +33,8 @@ pub struct ServeOptions {
     pub access: AccessSettings,
     /// The base of links in alerts; `http://` and the listen address by default.
     pub public_url: Option<String>,
+    /// Let the embedded worker run suites where the kernel cannot confine them.
+    pub allow_unconfined_suites: bool,
 }
 
 const EMBEDDED_WORKER: &str = "embedded-worker";
@@ -105,6 +107,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
             poll_interval: Duration::from_millis(500),
             limits: Default::default(),
             labels: options.worker_labels.clone(),
+            sandbox: worker_sandbox(&options),
         };
         let stop = stop_worker.clone();
         std::thread::Builder::new()
@@ -151,6 +154,24 @@ impl RunningServer {
         self.state.db.close().await;
         tracing::info!("kymo stopped");
         Ok(())
+    }
+}
+
+/// The embedded worker's suites must not reach the database, its journals or the admin token.
+fn worker_sandbox(options: &ServeOptions) -> kymo_worker::sandbox::SandboxConfig {
+    let db = std::path::absolute(&options.db).unwrap_or_else(|_| options.db.clone());
+    let mut protected: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+        .iter()
+        .map(|suffix| {
+            let mut name = db.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+        .collect();
+    protected.push(admin_token_path(&db));
+    kymo_worker::sandbox::SandboxConfig {
+        protected,
+        allow_unconfined: options.allow_unconfined_suites,
     }
 }
 

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::sandbox::settings::{RawBoundary, SuiteBoundary};
+
 /// Largest `kymo.toml` accepted, in bytes.
 pub const KYMO_TOML_MAX_BYTES: usize = 64 * 1024;
 /// Most suites one `kymo.toml` may declare.
@@ -44,6 +46,8 @@ pub struct Suite {
     pub repeat: u32,
     /// Limit for each build or run command.
     pub timeout: Duration,
+    /// Declared variables, network and resource limits of its commands.
+    pub boundary: SuiteBoundary,
 }
 
 /// The output format a suite's `run` command prints: one of kymo-core's parsers.
@@ -105,6 +109,12 @@ pub enum ConfigError {
         value: String,
         reason: String,
     },
+    #[error("suite {suite:?}: `{key}` is invalid: {reason} (see the README's kymo.toml section)")]
+    InvalidBoundary {
+        suite: String,
+        key: &'static str,
+        reason: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -124,6 +134,11 @@ struct RawSuite {
     format: ResultFormat,
     repeat: Option<i64>,
     timeout: Option<String>,
+    env: Option<std::collections::BTreeMap<String, String>>,
+    network: Option<bool>,
+    processes: Option<i64>,
+    memory: Option<String>,
+    disk: Option<String>,
 }
 
 /// Parses and validates the raw bytes of a `kymo.toml`, rejecting oversized or non-UTF-8 files.
@@ -208,6 +223,19 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
             reason,
         })?,
     };
+    let boundary = RawBoundary {
+        env: raw.env,
+        network: raw.network,
+        processes: raw.processes,
+        memory: raw.memory,
+        disk: raw.disk,
+    }
+    .validate()
+    .map_err(|problem| ConfigError::InvalidBoundary {
+        suite: name.clone(),
+        key: problem.key,
+        reason: problem.reason,
+    })?;
     Ok(Suite {
         name,
         build: raw.build,
@@ -215,6 +243,7 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
         format: raw.format,
         repeat,
         timeout,
+        boundary,
     })
 }
 
@@ -543,6 +572,41 @@ run = "hyperfine --export-json - ./x"
         ));
         assert!(matches!(
             error_of(&suite("name = \"again\"")),
+            ConfigError::Syntax(_)
+        ));
+    }
+
+    #[test]
+    fn boundary_keys_parse_and_hostile_values_name_the_suite_and_key() {
+        let text = suite(
+            "env = { RUST_LOG = \"info\" }\nnetwork = false\nprocesses = 64\nmemory = \"512MiB\"\ndisk = \"2GiB\"",
+        );
+        let boundary = &parse_kymo_toml(&text).unwrap().suites[0].boundary;
+        assert_eq!(boundary.env, vec![("RUST_LOG".into(), "info".into())]);
+        assert!(!boundary.network);
+        assert_eq!(
+            (boundary.processes, boundary.memory, boundary.disk),
+            (64, 512 << 20, 2 << 30)
+        );
+        for (body, key) in [
+            ("env = { KYMO_TOKEN = \"x\" }", "env"),
+            ("env = { LD_PRELOAD = \"/tmp/x.so\" }", "env"),
+            ("processes = 0", "processes"),
+            ("memory = \"1EiB\"", "memory"),
+            ("disk = \"0\"", "disk"),
+        ] {
+            let error = error_of(&suite(body));
+            assert!(
+                matches!(&error, ConfigError::InvalidBoundary { suite, key: k, .. } if suite == "s" && *k == key),
+                "{body}: {error}"
+            );
+        }
+        assert!(matches!(
+            error_of(&suite("network = \"no\"")),
+            ConfigError::Syntax(_)
+        ));
+        assert!(matches!(
+            error_of(&suite("env = { A = 1 }")),
             ConfigError::Syntax(_)
         ));
     }

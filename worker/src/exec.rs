@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::sandbox::ChildSetup;
+
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long the output readers may keep draining after the process group is dead. Only a
@@ -26,20 +28,25 @@ const READER_POLL_MS: libc::c_int = 50;
 const CHUNK: usize = 64 * 1024;
 
 /// What to run and within which limits.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CommandSpec<'a> {
     /// Shell text, run as `sh -c <command>`.
     pub command: &'a str,
     pub cwd: &'a Path,
-    /// Variables added to the worker's own environment.
+    /// Variables added to the worker's own environment, or the whole environment when
+    /// `clear_env` is set.
     pub env: &'a [(String, String)],
+    pub clear_env: bool,
+    /// Applied by the child to itself before it runs the command (the suite's boundary).
+    pub child_setup: Option<&'a ChildSetup>,
+    /// Checked a few times a second while the command runs; `true` stops it
+    /// ([`ExitKind::Stopped`]).
+    pub watch: Option<&'a (dyn Fn() -> bool + Sync)>,
     pub timeout: Duration,
     /// Most stdout bytes kept; more ends the command with [`ExitKind::OutputTooLarge`].
     pub stdout_cap: usize,
     /// Size of [`CommandOutcome::log_tail`] in bytes.
     pub log_cap: usize,
-    /// Set from elsewhere (the job was cancelled): the command is killed at once.
-    pub cancel: Option<&'a AtomicBool>,
 }
 
 /// How a command ended.
@@ -54,8 +61,8 @@ pub enum ExitKind {
     TimedOut,
     /// Wrote more than `stdout_cap` bytes to stdout and was killed.
     OutputTooLarge,
-    /// Killed because its job was cancelled.
-    Cancelled,
+    /// Killed because its `watch` said so.
+    Stopped,
 }
 
 /// The result of [`run_command`].
@@ -86,24 +93,34 @@ enum Ending {
     Exited,
     TimedOut,
     TooLarge,
-    Cancelled,
+    Stopped,
 }
+
+/// How often `watch` is asked.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
 
 /// Runs `sh -c spec.command` in a new process group with stdin closed, and waits for it
 /// within `spec.timeout`. When the command ends, however it ends, its whole process group is
 /// killed, so background processes it left behind do not outlive it.
 pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     let start = Instant::now();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(spec.command)
-        .current_dir(spec.cwd)
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(spec.command).current_dir(spec.cwd);
+    if spec.clear_env {
+        command.env_clear();
+    }
+    command
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()?;
+        .process_group(0);
+    if let Some(setup) = spec.child_setup {
+        let setup = setup.clone();
+        // SAFETY: `ChildSetup::apply` makes raw system calls only and does not allocate.
+        unsafe { command.pre_exec(move || setup.apply()) };
+    }
+    let mut child = command.spawn()?;
     let pid = child.id() as libc::pid_t;
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
@@ -130,7 +147,7 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     let ending = wait_for_ending(
         pid,
         start + spec.timeout,
-        spec.cancel,
+        spec.watch,
         &inbox,
         &mut readers_done,
     )?;
@@ -146,7 +163,7 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         }
         // The leader is exited but not reaped, so its pid still names our group: no process
         // outside it can be hit.
-        Ending::Exited | Ending::TooLarge | Ending::Cancelled => kill_group(pid, libc::SIGKILL),
+        Ending::Exited | Ending::TooLarge | Ending::Stopped => kill_group(pid, libc::SIGKILL),
     }
     let status = child.wait()?;
 
@@ -157,7 +174,7 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         _ if overflowed => ExitKind::OutputTooLarge,
         Ending::TooLarge => ExitKind::OutputTooLarge,
         Ending::TimedOut => ExitKind::TimedOut,
-        Ending::Cancelled => ExitKind::Cancelled,
+        Ending::Stopped => ExitKind::Stopped,
         Ending::Exited => match (status.code(), status.signal()) {
             (Some(0), _) => ExitKind::Success,
             (Some(code), _) => ExitKind::Failed(code),
@@ -177,20 +194,24 @@ pub fn run_command(spec: &CommandSpec) -> io::Result<CommandOutcome> {
 fn wait_for_ending(
     pid: libc::pid_t,
     deadline: Instant,
-    cancel: Option<&AtomicBool>,
+    watch: Option<&(dyn Fn() -> bool + Sync)>,
     inbox: &Receiver<Event>,
     readers_done: &mut usize,
 ) -> io::Result<Ending> {
     // Short commands should not pay a long poll; long ones should not spin.
     let mut interval = Duration::from_millis(1);
+    let mut next_watch = Instant::now() + WATCH_EVERY;
     loop {
         if leader_has_exited(pid)? {
             return Ok(Ending::Exited);
         }
-        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-            return Ok(Ending::Cancelled);
-        }
         let now = Instant::now();
+        if let Some(watch) = watch.filter(|_| now >= next_watch) {
+            if watch() {
+                return Ok(Ending::Stopped);
+            }
+            next_watch = now + WATCH_EVERY;
+        }
         if now >= deadline {
             return Ok(Ending::TimedOut);
         }
@@ -348,10 +369,12 @@ mod tests {
             command,
             cwd: dir,
             env: &[],
+            clear_env: false,
+            child_setup: None,
+            watch: None,
             timeout,
             stdout_cap,
             log_cap: 4096,
-            cancel: None,
         };
         run_command(&spec).expect("command starts")
     }
@@ -406,35 +429,6 @@ mod tests {
     #[test]
     fn stdin_is_closed() {
         assert_eq!(run("cat; echo eof").stdout, b"eof\n");
-    }
-
-    #[test]
-    fn cancelling_kills_the_whole_process_group_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let cancel = AtomicBool::new(false);
-        let spec = CommandSpec {
-            command: "sleep 1000 & echo $! > pid; wait",
-            cwd: dir.path(),
-            env: &[],
-            timeout: Duration::from_secs(600),
-            stdout_cap: MIB,
-            log_cap: 4096,
-            cancel: Some(&cancel),
-        };
-        let outcome = thread::scope(|scope| {
-            let running = scope.spawn(|| run_command(&spec).expect("command starts"));
-            while !dir.path().join("pid").exists() {
-                thread::sleep(Duration::from_millis(10));
-            }
-            cancel.store(true, Ordering::Relaxed);
-            running.join().unwrap()
-        });
-        assert_eq!(outcome.exit, ExitKind::Cancelled);
-        assert!(outcome.duration < Duration::from_secs(10));
-        assert!(
-            is_dead(read_pid(dir.path())),
-            "the background process survived"
-        );
     }
 
     #[test]
@@ -555,10 +549,12 @@ mod tests {
             command: "printf '%s|' \"$KYMO_TEST_VAR\"; cat marker",
             cwd: dir.path(),
             env: &env,
+            clear_env: false,
+            child_setup: None,
+            watch: None,
             timeout: Duration::from_secs(20),
             stdout_cap: MIB,
             log_cap: 4096,
-            cancel: None,
         };
         let outcome = run_command(&spec).unwrap();
         assert_eq!(String::from_utf8_lossy(&outcome.stdout), "hi there|here");
@@ -571,10 +567,12 @@ mod tests {
             command: "true",
             cwd: &dir.path().join("missing"),
             env: &[],
+            clear_env: false,
+            child_setup: None,
+            watch: None,
             timeout: Duration::from_secs(5),
             stdout_cap: MIB,
             log_cap: 4096,
-            cancel: None,
         };
         assert!(run_command(&spec).is_err());
     }

@@ -2,8 +2,8 @@
 //!
 //! It owns what happens on the machine that measures: detecting the hardware fingerprint and
 //! environment, keeping git mirrors and work trees, reading a commit's `kymo.toml`, running
-//! suites in their own process groups with timeouts and capped output, and talking to the
-//! server over HTTP. It must not know about SQL or the dashboard.
+//! suites in their own process groups with timeouts and capped output, inside a boundary that
+//! keeps the untrusted benchmark code away from kymo's data, and talking to the server over HTTP. It must not know about SQL or the dashboard.
 
 pub mod client;
 pub mod config;
@@ -12,6 +12,7 @@ pub mod fingerprint;
 pub mod mirror;
 #[cfg(test)]
 mod properties;
+pub mod sandbox;
 pub mod suite;
 pub mod worker;
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::protocol::SuiteUpload;
@@ -10,6 +10,7 @@ use kymo_core::results::{SuiteResults, median};
 
 use crate::config::Suite;
 use crate::exec::{CommandOutcome, CommandSpec, ExitKind, run_command};
+use crate::sandbox::{Sandbox, SuiteDirs};
 
 /// Limits on what a benchmark command may print.
 #[derive(Debug, Clone, Copy)]
@@ -36,10 +37,12 @@ pub struct SuiteFailure {
 
 /// Where and how a suite runs.
 pub struct SuiteContext<'a> {
-    pub worktree: &'a Path,
-    /// The cargo target directory the suite's commands build into (criterion writes there).
-    pub target_dir: &'a Path,
-    pub env: &'a [(String, String)],
+    /// The work tree, the cargo target directory (criterion writes there), home and temp.
+    pub dirs: &'a SuiteDirs,
+    /// The worker's cache: mirrors and every repository's directories, out of the suite's reach.
+    pub cache_dir: &'a Path,
+    pub commit: &'a str,
+    pub sandbox: &'a Sandbox,
     pub limits: OutputLimits,
     /// Set when the job is cancelled: the running command is killed.
     pub cancel: &'a AtomicBool,
@@ -57,7 +60,7 @@ fn describe_exit(step: &str, suite: &Suite, outcome: &CommandOutcome) -> String 
             suite.timeout.as_secs()
         ),
         ExitKind::OutputTooLarge => "printed more output than kymo keeps and was killed".into(),
-        ExitKind::Cancelled => "was killed because the job was cancelled".into(),
+        ExitKind::Stopped => "was stopped".into(),
     };
     format!("suite {:?}: the {step} command {what}", suite.name)
 }
@@ -69,28 +72,68 @@ fn run_step(
     command: &str,
     log: &mut String,
 ) -> Result<CommandOutcome, SuiteFailure> {
-    let outcome = run_command(&CommandSpec {
-        command,
-        cwd: ctx.worktree,
-        env: ctx.env,
-        timeout: suite.timeout,
-        stdout_cap: ctx.limits.stdout_cap,
-        log_cap: ctx.limits.log_cap,
-        cancel: Some(ctx.cancel),
-    })
-    .map_err(|e| SuiteFailure {
+    let cannot_start = |e: std::io::Error| SuiteFailure {
         error: format!(
             "suite {:?}: cannot start the {step} command: {e}",
             suite.name
         ),
         log_tail: String::new(),
-    })?;
+    };
+    let env = ctx
+        .sandbox
+        .environment(ctx.dirs, ctx.commit, &suite.boundary);
+    let prepared = ctx
+        .sandbox
+        .prepare(ctx.dirs, ctx.cache_dir, &suite.boundary)
+        .map_err(cannot_start)?;
+    let cancelled = || ctx.cancel.load(Ordering::Relaxed);
+    let watch = || cancelled() || prepared.disk_exceeded();
+    let outcome = run_command(&CommandSpec {
+        command,
+        cwd: &ctx.dirs.worktree,
+        env: &env,
+        clear_env: true,
+        child_setup: Some(prepared.child_setup()),
+        watch: Some(&watch),
+        timeout: suite.timeout,
+        stdout_cap: ctx.limits.stdout_cap,
+        log_cap: ctx.limits.log_cap,
+    })
+    .map_err(cannot_start)?;
+    let signal = match outcome.exit {
+        ExitKind::Signaled(signal) => Some(signal),
+        _ => None,
+    };
+    let limit = prepared.finish(
+        !outcome.exit.is_success(),
+        signal,
+        outcome.exit == ExitKind::Stopped,
+        &outcome.log_tail,
+    );
     log.push_str(&format!(
         "$ {command}   # {step} of suite {}, {:.1}s\n{}\n",
         suite.name,
         outcome.duration.as_secs_f64(),
         outcome.log_tail
     ));
+    if cancelled() {
+        return Err(SuiteFailure {
+            error: format!(
+                "suite {:?}: the {step} command was killed because the job was cancelled",
+                suite.name
+            ),
+            log_tail: outcome.log_tail.clone(),
+        });
+    }
+    if let Some(limit) = limit {
+        return Err(SuiteFailure {
+            error: format!(
+                "suite {:?}: the {step} command hit its {limit} and was stopped",
+                suite.name
+            ),
+            log_tail: outcome.log_tail.clone(),
+        });
+    }
     if outcome.exit != ExitKind::Success {
         return Err(SuiteFailure {
             error: describe_exit(step, suite, &outcome),
@@ -110,7 +153,7 @@ pub fn run_suite(
         (ctx.progress)(format!("building suite {}", suite.name));
         run_step(ctx, suite, "build", build, log)?;
     }
-    let criterion_dir = ctx.target_dir.join("criterion");
+    let criterion_dir = ctx.dirs.target.join("criterion");
     let mut repeats = Vec::with_capacity(suite.repeat as usize);
     for round in 1..=suite.repeat {
         if suite.format == FormatName::Criterion {

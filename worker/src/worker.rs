@@ -16,6 +16,7 @@ use crate::client::ServerClient;
 use crate::config::{KYMO_TOML_MAX_BYTES, parse_kymo_toml_bytes};
 use crate::fingerprint::{detect_environment, detect_specs};
 use crate::mirror::{Mirror, mirror_dir_name};
+use crate::sandbox::{Sandbox, SandboxConfig, SuiteDirs};
 use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, run_suite};
 
 /// How a worker is set up.
@@ -29,6 +30,8 @@ pub struct WorkerConfig {
     pub limits: OutputLimits,
     /// Labels this machine offers; repositories may require some (`kymo repo add --machines`).
     pub labels: Vec<String>,
+    /// What suites must not reach, and whether they may run without a boundary.
+    pub sandbox: SandboxConfig,
 }
 
 /// What one turn of the loop did.
@@ -44,6 +47,7 @@ pub struct Worker {
     client: ServerClient,
     specs: MachineSpecs,
     environment: Environment,
+    sandbox: Sandbox,
 }
 
 /// Most bytes of the combined suite log sent with a completion.
@@ -52,8 +56,10 @@ const MAX_LOG: usize = 64 * 1024;
 impl Worker {
     pub fn new(config: WorkerConfig) -> Self {
         let client = ServerClient::new(&config.server, Some(config.token.clone()));
+        let sandbox = Sandbox::probe(config.sandbox.clone());
         Self {
             client,
+            sandbox,
             config,
             specs: detect_specs(),
             environment: detect_environment(),
@@ -70,6 +76,11 @@ impl Worker {
         &self.specs
     }
 
+    /// What this machine enforces around suites (probed at start).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
     /// Claims one job and runs it to completion, or reports that the queue is empty.
     pub fn work_once(&self) -> anyhow::Result<Tick> {
         let claim = ClaimRequest {
@@ -77,6 +88,7 @@ impl Worker {
             environment: self.environment.clone(),
             labels: self.config.labels.clone(),
         };
+        self.sandbox.check_runnable().map_err(anyhow::Error::msg)?;
         let Some(job) = self.client.claim(&claim)? else {
             return Ok(Tick::QueueEmpty);
         };
@@ -104,8 +116,14 @@ impl Worker {
         })
     }
 
-    /// Works until `stop` is set, sleeping between polls when there is nothing to do.
+    /// Works until `stop` is set, sleeping between polls when there is nothing to do. A worker
+    /// whose suites would run without a boundary it was not allowed claims nothing.
     pub fn run_until(&self, stop: &AtomicBool) {
+        tracing::info!("{}", self.sandbox.describe());
+        if let Err(refusal) = self.sandbox.check_runnable() {
+            tracing::error!("{refusal}");
+            return;
+        }
         while !stop.load(Ordering::Relaxed) {
             match self.work_once() {
                 Ok(Tick::Ran { .. }) => continue,
@@ -215,12 +233,7 @@ impl Worker {
                 });
             }
         };
-        // One cargo target directory per repository keeps rebuilds incremental across commits.
-        let target = cache.join("targets").join(&dir_name);
-        let env = vec![
-            ("CARGO_TARGET_DIR".to_owned(), target.display().to_string()),
-            ("KYMO_COMMIT".to_owned(), sha.to_owned()),
-        ];
+        let dirs = suite_dirs(cache, &dir_name, worktree)?;
         let mut log = String::new();
         let mut suites = Vec::with_capacity(config.suites.len());
         let count = config.suites.len();
@@ -228,9 +241,10 @@ impl Worker {
             let progress =
                 |what: String| control.phase(&format!("suite {} of {count}: {what}", index + 1));
             let ctx = SuiteContext {
-                worktree: &worktree,
-                target_dir: &target,
-                env: &env,
+                dirs: &dirs,
+                cache_dir: cache,
+                commit: sha,
+                sandbox: &self.sandbox,
                 limits: self.config.limits,
                 cancel: control.cancelled,
                 progress: &progress,
@@ -248,6 +262,27 @@ impl Worker {
             config: Some(chosen.used),
         })
     }
+}
+
+/// A repository's directories in the cache, created, with a temp directory emptied for this job.
+/// One cargo target directory (and one home) per repository keeps rebuilds incremental across
+/// commits.
+fn suite_dirs(
+    cache: &std::path::Path,
+    dir_name: &str,
+    worktree: PathBuf,
+) -> anyhow::Result<SuiteDirs> {
+    let dirs = SuiteDirs {
+        worktree,
+        target: cache.join("targets").join(dir_name),
+        home: cache.join("homes").join(dir_name),
+        tmp: cache.join("tmp").join(dir_name),
+    };
+    let _ = std::fs::remove_dir_all(&dirs.tmp);
+    for dir in [&dirs.target, &dirs.home, &dirs.tmp] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Ok(dirs)
 }
 
 /// The error of a cancelled job: the server has already marked it, so it is not reported.

@@ -141,6 +141,16 @@ pub struct ServeArgs {
     /// Labels the embedded worker offers (comma-separated).
     #[arg(long = "label", value_delimiter = ',')]
     pub labels: Vec<String>,
+    #[command(flatten)]
+    pub unconfined: UnconfinedArg,
+}
+
+#[derive(Debug, Args)]
+pub struct UnconfinedArg {
+    /// Run benchmark suites even where the kernel cannot keep them out of kymo's database and
+    /// tokens (no Landlock): anyone who can push to a tracked branch could then act as admin.
+    #[arg(long, env = "KYMO_ALLOW_UNCONFINED_SUITES")]
+    pub allow_unconfined_suites: bool,
 }
 
 #[derive(Debug, Args)]
@@ -153,6 +163,8 @@ pub struct WorkerArgs {
     /// Labels this machine offers (comma-separated); repositories may require some.
     #[arg(long = "label", env = "KYMO_LABELS", value_delimiter = ',')]
     pub labels: Vec<String>,
+    #[command(flatten)]
+    pub unconfined: UnconfinedArg,
 }
 
 #[derive(Debug, Args)]
@@ -202,6 +214,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     secure_cookies: args.secure_cookies,
                 },
                 public_url: args.public_url,
+                allow_unconfined_suites: args.unconfined.allow_unconfined_suites,
             })
             .await
         }
@@ -216,10 +229,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 poll_interval: std::time::Duration::from_secs(2),
                 limits: Default::default(),
                 labels: args.labels,
+                sandbox: kymo_worker::sandbox::SandboxConfig {
+                    protected: Vec::new(),
+                    allow_unconfined: args.unconfined.allow_unconfined_suites,
+                },
             };
             blocking(move || {
                 let worker = kymo_worker::Worker::new(config);
                 println!("kymo worker for machine {}", worker.specs().fingerprint());
+                println!("{}", worker.sandbox().describe());
+                worker
+                    .sandbox()
+                    .check_runnable()
+                    .map_err(anyhow::Error::msg)?;
                 let stop = std::sync::atomic::AtomicBool::new(false);
                 worker.run_until(&stop);
                 Ok(())

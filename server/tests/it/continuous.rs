@@ -42,6 +42,7 @@ fn worker(server: &KymoServer, cpu: &str, labels: &[&str], cache: &Path) -> Work
         poll_interval: Duration::from_millis(100),
         limits: Default::default(),
         labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+        sandbox: Default::default(),
     })
     .with_specs(specs(cpu))
 }

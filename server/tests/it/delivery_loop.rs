@@ -49,6 +49,7 @@ async fn kymo_serve_delivers_in_the_background_and_stops_cleanly() {
         data_dir: dir.path().join("data"),
         public_url: Some("https://kymo.example/".into()),
         worker_labels: Vec::new(),
+        allow_unconfined_suites: false,
         access: Default::default(),
     })
     .await

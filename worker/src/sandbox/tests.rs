@@ -1,0 +1,325 @@
+//! Hostile suites against the real boundary: each runs through [`run_suite`] exactly as a job
+//! would, on this machine's kernel.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::settings::SuiteBoundary;
+use super::{Sandbox, SandboxConfig, SuiteDirs};
+use crate::config::{ResultFormat, Suite};
+use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, run_suite};
+use kymo_core::protocol::SuiteUpload;
+
+const RESULT: &str = r#"{"benchmarks":[{"name":"b","metrics":[{"name":"t","unit":"ns","direction":"lower","value":1}]}]}"#;
+
+/// A server's directory as `kymo serve` lays it out: database and admin token side by side,
+/// the data directory with mirrors and two repositories' work trees.
+struct Server {
+    _root: tempfile::TempDir,
+    root: PathBuf,
+    db: PathBuf,
+    token: PathBuf,
+    data: PathBuf,
+    dirs: SuiteDirs,
+    sandbox: Sandbox,
+}
+
+impl Server {
+    fn new() -> Self {
+        let root_dir = tempfile::tempdir().unwrap();
+        let root = root_dir.path().canonicalize().unwrap();
+        let db = root.join("kymo.db");
+        let token = root.join("kymo.db.admin-token");
+        let data = root.join("kymo-data");
+        fs::write(&db, "SQLite format 3\0 webhook secrets").unwrap();
+        fs::write(&token, "kymo_admin_secret").unwrap();
+        fs::create_dir_all(data.join("mirrors/other/objects")).unwrap();
+        fs::write(data.join("mirrors/other/HEAD"), "ref: refs/heads/main").unwrap();
+        fs::create_dir_all(data.join("worktrees/other")).unwrap();
+        fs::write(data.join("worktrees/other/secret.rs"), "other repo").unwrap();
+        let dirs = SuiteDirs {
+            worktree: data.join("worktrees/mine"),
+            target: data.join("targets/mine"),
+            home: data.join("homes/mine"),
+            tmp: data.join("tmp/mine"),
+        };
+        for dir in [&dirs.worktree, &dirs.target, &dirs.home, &dirs.tmp] {
+            fs::create_dir_all(dir).unwrap();
+        }
+        let sandbox = Sandbox::probe(SandboxConfig {
+            protected: vec![db.clone(), token.clone()],
+            allow_unconfined: false,
+        });
+        assert!(
+            sandbox.is_confined(),
+            "these tests need Landlock (ABI 3, Linux 6.2+): {}",
+            sandbox.describe()
+        );
+        Self {
+            _root: root_dir,
+            root,
+            db,
+            token,
+            data,
+            dirs,
+            sandbox,
+        }
+    }
+
+    fn run(
+        &self,
+        run: &str,
+        boundary: SuiteBoundary,
+    ) -> (Result<SuiteUpload, SuiteFailure>, String) {
+        let suite = Suite {
+            name: "s".into(),
+            build: None,
+            run: run.into(),
+            format: ResultFormat::Kymo,
+            repeat: 1,
+            timeout: Duration::from_secs(60),
+            boundary,
+        };
+        let ctx = SuiteContext {
+            dirs: &self.dirs,
+            cache_dir: &self.data,
+            commit: "0123456789abcdef0123456789abcdef01234567",
+            sandbox: &self.sandbox,
+            limits: OutputLimits::default(),
+            cancel: &AtomicBool::new(false),
+            progress: &|_| {},
+        };
+        let mut log = String::new();
+        let result = run_suite(&ctx, &suite, &mut log);
+        (result, log)
+    }
+}
+
+fn limited(f: impl FnOnce(&mut SuiteBoundary)) -> SuiteBoundary {
+    let mut boundary = SuiteBoundary::default();
+    f(&mut boundary);
+    boundary
+}
+
+fn failure(result: Result<SuiteUpload, SuiteFailure>) -> String {
+    match result {
+        Ok(_) => panic!("the suite should have failed"),
+        Err(failure) => format!("{} | {}", failure.error, failure.log_tail),
+    }
+}
+
+#[test]
+fn a_prying_suite_succeeds_as_a_benchmark_and_fails_at_every_attempt() {
+    let server = Server::new();
+    let outside = server.root.join("pwned");
+    let worker = std::process::id();
+    let attempts = [
+        ("admin token", format!("cat '{}'", server.token.display())),
+        ("database", format!("cat '{}'", server.db.display())),
+        (
+            "database directory",
+            format!("ls '{}'", server.root.display()),
+        ),
+        (
+            "mirror",
+            format!("cat '{}/mirrors/other/HEAD'", server.data.display()),
+        ),
+        (
+            "other work tree",
+            format!("cat '{}/worktrees/other/secret.rs'", server.data.display()),
+        ),
+        (
+            "worker KYMO_ values",
+            format!("tr '\\0' '\\n' < /proc/{worker}/environ | grep '^KYMO_[A-Z_]*=.'"),
+        ),
+        ("worker memory", format!("head -c 1 /proc/{worker}/mem")),
+        ("worker open files", format!("ls -l /proc/{worker}/fd")),
+        ("write outside", format!("echo x > '{}'", outside.display())),
+        ("write /tmp", "echo x > /tmp/kymo-sandbox-escape-$$".into()),
+        (
+            "truncate the database",
+            format!("truncate -s 0 '{}'", server.db.display()),
+        ),
+        ("signal the worker", format!("kill -CONT {worker}")),
+    ];
+    let mut script = String::from(
+        "probe() { if sh -c \"$2\" >/dev/null 2>&1; then echo \"BREACH $1\" >&2; else echo \"denied $1\" >&2; fi; }\n",
+    );
+    for (name, command) in &attempts {
+        script.push_str(&format!("probe '{name}' {:?}\n", command));
+    }
+    script.push_str("echo kept > own.txt && echo kept > \"$HOME/h\" && echo kept > \"$TMPDIR/t\" && echo kept > \"$CARGO_TARGET_DIR/c\" && echo 'own dirs writable' >&2\n");
+    script.push_str("env | cut -d= -f1 | sort | tr '\\n' ' ' >&2; echo >&2\n");
+    script.push_str(&format!("echo '{RESULT}'\n"));
+    fs::write(server.dirs.worktree.join("bench.sh"), script).unwrap();
+
+    let (result, log) = server.run("sh bench.sh", SuiteBoundary::default());
+    assert!(result.is_ok(), "{log}");
+    assert!(!log.contains("BREACH"), "{log}");
+    for (name, _) in &attempts {
+        assert!(log.contains(&format!("denied {name}")), "{name}: {log}");
+    }
+    assert!(log.contains("own dirs writable"), "{log}");
+    assert!(!outside.exists());
+    assert_eq!(
+        fs::read_to_string(&server.db).unwrap().len(),
+        32,
+        "the database is intact"
+    );
+    let names = "CARGO_HOME CARGO_TARGET_DIR HOME KYMO_COMMIT LANG PATH PWD RUSTUP_HOME TMPDIR";
+    assert!(log.contains(names), "only allow-listed variables: {log}");
+}
+
+#[test]
+fn declared_variables_reach_the_suite_and_the_network_can_be_cut() {
+    let server = Server::new();
+    let script = format!(
+        "echo \"var=$BENCH_SIZE\" >&2\n\
+         if cat < /dev/null > /dev/tcp/127.0.0.1/1 2>/dev/null; then :; fi\n\
+         ip -o link 2>/dev/null | grep -c UP >&2 || true\n\
+         cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ' >&2; echo >&2\n\
+         echo '{RESULT}'"
+    );
+    fs::write(server.dirs.worktree.join("net.sh"), script).unwrap();
+    let boundary = limited(|b| {
+        b.network = false;
+        b.env = vec![("BENCH_SIZE".into(), "large".into())];
+    });
+    let (result, log) = server.run("sh net.sh", boundary);
+    assert!(result.is_ok(), "{log}");
+    assert!(log.contains("var=large"), "{log}");
+    // In a fresh network namespace only the loopback device exists.
+    let devices = log
+        .lines()
+        .find(|l| l.starts_with("lo"))
+        .unwrap_or_default();
+    assert_eq!(devices.trim(), "lo", "{log}");
+    let (result, log) = server.run("sh net.sh", SuiteBoundary::default());
+    assert!(result.is_ok(), "{log}");
+    let devices = log
+        .lines()
+        .find(|l| l.starts_with("lo"))
+        .unwrap_or_default();
+    assert_ne!(
+        devices.trim(),
+        "lo",
+        "the network is there by default: {log}"
+    );
+}
+
+#[test]
+fn a_fork_bomb_fails_its_job_naming_the_process_limit() {
+    let server = Server::new();
+    let bomb = "b() { b & b & wait; }; b";
+    let (result, log) = server.run(bomb, limited(|b| b.processes = 64));
+    let message = failure(result);
+    assert!(message.contains("process limit of 64"), "{message}\n{log}");
+    let (result, log) = server.run(&format!("echo '{RESULT}'"), SuiteBoundary::default());
+    assert!(result.is_ok(), "the next job runs: {log}");
+}
+
+#[test]
+fn a_memory_hog_fails_its_job_naming_the_memory_limit() {
+    let server = Server::new();
+    let hog = "awk 'BEGIN { s = \"x\"; while (1) s = s s }'";
+    let (result, log) = server.run(hog, limited(|b| b.memory = 64 << 20));
+    let message = failure(result);
+    assert!(
+        message.contains("memory limit of 64MiB"),
+        "{message}\n{log}"
+    );
+}
+
+#[test]
+fn a_disk_filler_fails_its_job_naming_the_disk_limit() {
+    let server = Server::new();
+    let one_file = "head -c 100000000 /dev/zero > big; echo wrote";
+    let (result, log) = server.run(one_file, limited(|b| b.disk = 16 << 20));
+    let message = failure(result);
+    assert!(message.contains("disk limit of 16MiB"), "{message}\n{log}");
+    let many_files = "i=0; while [ $i -lt 64 ]; do head -c 4000000 /dev/zero > f$i; sync f$i; i=$((i+1)); done; sleep 5";
+    let (result, log) = server.run(many_files, limited(|b| b.disk = 16 << 20));
+    let message = failure(result);
+    assert!(message.contains("disk limit of 16MiB"), "{message}\n{log}");
+    let written = fs::read_dir(&server.dirs.worktree).unwrap().count();
+    assert!(
+        written < 64,
+        "stopped before writing everything ({written} files)"
+    );
+}
+
+/// A real build with a dependency: cargo and rustc find the toolchain and the registry cache
+/// (read-only) through CARGO_HOME and RUSTUP_HOME, and write only the target directory.
+#[test]
+fn cargo_builds_a_crate_with_a_dependency_inside_the_boundary() {
+    let server = Server::new();
+    let registry = server.sandbox.cargo_home.join("registry/cache");
+    let has_libc = fs::read_dir(&registry)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|index| {
+            fs::read_dir(index.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|f| f.file_name().to_string_lossy().starts_with("libc-0.2"))
+        });
+    assert!(
+        has_libc,
+        "the test needs libc 0.2 in {}",
+        registry.display()
+    );
+    let crate_dir = &server.dirs.worktree;
+    write_crate(crate_dir);
+    let run = format!(
+        "cargo build --offline --quiet 2>&1 >&2 && \"$CARGO_TARGET_DIR/debug/tiny\" && echo '{RESULT}'"
+    );
+    let (result, log) = server.run(&run, SuiteBoundary::default());
+    assert!(result.is_ok(), "{log}");
+    assert!(log.contains("pid from libc:"), "{log}");
+}
+
+fn write_crate(dir: &Path) {
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nlibc = \"0.2\"\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("src/main.rs"),
+        "fn main() { eprintln!(\"pid from libc: {}\", unsafe { libc::getpid() }); }\n",
+    )
+    .unwrap();
+}
+
+/// Not a check but a measurement: `KYMO_KERNELS=path/to/kymo-kernels KYMO_KERNELS_OUT=dir
+/// cargo test -p kymo-worker kernels_inside -- --ignored` runs the kernels three times inside
+/// the boundary and leaves their JSON in the output directory, to compare with runs outside.
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn kernels_inside_the_boundary() {
+    let (Some(kernels), Some(out)) = (
+        std::env::var_os("KYMO_KERNELS"),
+        std::env::var_os("KYMO_KERNELS_OUT"),
+    ) else {
+        panic!("set KYMO_KERNELS and KYMO_KERNELS_OUT");
+    };
+    let server = Server::new();
+    fs::copy(kernels, server.dirs.worktree.join("kymo-kernels")).unwrap();
+    for round in 1..=3 {
+        let (result, log) = server.run(
+            "./kymo-kernels --quick --json | tee out.json",
+            SuiteBoundary::default(),
+        );
+        assert!(result.is_ok(), "{log}");
+        fs::copy(
+            server.dirs.worktree.join("out.json"),
+            Path::new(&out).join(format!("inside-{round}.json")),
+        )
+        .unwrap();
+    }
+}
