@@ -222,18 +222,30 @@ fn a_commit_without_suites_fails_with_how_to_fix_it() {
 #[test]
 fn cancelling_a_running_job_kills_its_commands_at_once() {
     let repo = TestRepo::new();
-    let marker = tempfile::tempdir().unwrap();
-    let pid_file = marker.path().join("pid");
-    let command = format!("sleep 600 & echo $! > {}; wait", pid_file.display());
-    repo.commit(&[("kymo.toml", &kymo_toml(&command, "20m", 1))], "slow");
+    // Suites write only inside their work tree: the pid file lands there.
+    let command = "sleep 600 & echo $! > pid; wait";
+    repo.commit(&[("kymo.toml", &kymo_toml(command, "20m", 1))], "slow");
     let server = DefaultServer::start();
+    let worktrees = server.cwd.path().join("kymo-data/worktrees");
+    let pid_file = || {
+        std::fs::read_dir(&worktrees)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("pid"))
+            .find(|p| p.exists())
+    };
     assert_ok(&server.kymo(&["repo", "add", "r", path_str(repo.path())]));
     assert_ok(&server.kymo(&["run", "r"]));
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !pid_file.exists() {
+    let pid_file = loop {
+        if let Some(found) = pid_file() {
+            break found;
+        }
         assert!(Instant::now() < deadline, "the suite never started");
         std::thread::sleep(Duration::from_millis(100));
-    }
+    };
+    // The shell writes the pid a moment after creating the file.
+    std::thread::sleep(Duration::from_millis(200));
     let jobs = server.get_json("/api/v1/jobs");
     assert_eq!(jobs[0]["state"], "running");
     assert!(
