@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::credentials::{CredentialSummary, GitCredential};
 use crate::model::{CommitSha, Environment, MachineFingerprint, MachineSpecs};
 use crate::results::SuiteResults;
 
@@ -22,6 +23,31 @@ pub struct NewRepository {
     /// Comma-separated labels a machine must carry to run this repository's jobs.
     #[serde(default)]
     pub machine_labels: Option<String>,
+    /// How to authenticate to a private remote (a password in `url` is moved here).
+    #[serde(default)]
+    pub credential: Option<GitCredential>,
+}
+
+/// `POST /api/v1/repos/{repo}/settings`: changes a repository's settings; what is absent
+/// stays as it is.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RepositoryUpdate {
+    /// A new credential for a private remote, checked by a fetch before it is stored.
+    #[serde(default)]
+    pub credential: Option<GitCredential>,
+    /// Remove the stored credential.
+    #[serde(default)]
+    pub clear_credential: bool,
+}
+
+/// A repository's settings as the API shows them: secrets are never part of it.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RepositorySettingsView {
+    pub name: String,
+    /// The URL with any `user:token@` redacted.
+    pub url: String,
+    pub credential: Option<CredentialSummary>,
 }
 
 /// `POST /api/v1/repos/{repo}/runs`
@@ -99,6 +125,9 @@ pub struct ClaimedJob {
     pub repository: String,
     pub url: String,
     pub commit: CommitSha,
+    /// How to authenticate to a private remote; absent for public ones.
+    #[serde(default)]
+    pub credential: Option<GitCredential>,
 }
 
 /// `POST /api/v1/worker/jobs/{id}/heartbeat`

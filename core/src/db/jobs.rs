@@ -290,6 +290,7 @@ impl Db {
         tx.commit().await?;
         let commit = CommitSha::parse(&next.sha)
             .map_err(|e| DbError::Invalid(format!("stored commit is corrupt: {e}")))?;
+        let credential = self.git_credential_named(&next.name).await?;
         Ok(Some(ClaimedJob {
             id: next.id,
             lease_id,
@@ -297,6 +298,7 @@ impl Db {
             repository: next.name,
             url: next.url,
             commit,
+            credential,
         }))
     }
 
