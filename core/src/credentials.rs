@@ -142,8 +142,10 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
     let mut changed = false;
     while let Some(at) = rest.find("://") {
         let scheme_start = rest[..at]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-            .map_or(0, |i| i + 1);
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         let scheme = &rest[scheme_start..at];
         let after = at + 3;
         out.push_str(&rest[..after]);

@@ -7,9 +7,11 @@ use kymo_core::db::{
     CommitMeasurementRow, CommitRow, CommitRunRow, JobReason, RepositoryRow, RepositorySettings,
     RepositorySummary, RunRecord, validate_repository,
 };
+use kymo_core::credentials::{GitCredential, redact_secrets, split_url_credentials};
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{
-    ApiErrorBody, NewRepository, RunQueued, RunRequest, UploadAccepted, UploadRequest,
+    ApiErrorBody, NewRepository, RepositorySettingsView, RepositoryUpdate, RunQueued, RunRequest,
+    UploadAccepted, UploadRequest,
 };
 use serde::Serialize;
 
@@ -46,7 +48,8 @@ pub async fn create(
     ApiJson(new): ApiJson<NewRepository>,
 ) -> AppResult<(StatusCode, Json<RepositoryRow>)> {
     let branch = new.branch.as_deref().unwrap_or("main");
-    validate_repository(&new.name, &new.url, branch)?;
+    let (url, credential) = separate_credential(&new.url, new.credential)?;
+    validate_repository(&new.name, &url, branch)?;
     if state.db.repository(&new.name).await.is_ok() {
         return Err(AppError::Conflict(format!(
             "a repository named {:?} already exists",
@@ -59,15 +62,103 @@ pub async fn create(
         machine_labels: new.machine_labels.unwrap_or_default(),
     }
     .validated()?;
-    // Clone before storing anything, so that a wrong URL or branch changes nothing.
-    git::probe(&state, &new.name, &new.url, branch).await?;
+    // Clone before storing anything, so that a wrong URL, branch or credential changes nothing.
+    git::probe(&state, &new.name, &url, branch, credential.as_ref()).await?;
     let repo = state
         .db
-        .create_repository(&new.name, &new.url, branch, settings, state.now())
+        .create_repository(&new.name, &url, branch, settings, state.now())
+        .await?;
+    state
+        .db
+        .set_git_credential(repo.id, credential.as_ref(), state.now())
         .await?;
     git::sync_history(&state, &repo).await?;
-    tracing::info!(repo = repo.name, url = repo.url, "repository added");
+    tracing::info!(repo = repo.name, url = %redact_secrets(&repo.url), "repository added");
     Ok((StatusCode::CREATED, Json(repo)))
+}
+
+/// The URL to store and the credential to use: a password written into an HTTPS URL is moved
+/// out of it into the credential, so that it is neither stored in nor shown with the URL.
+fn separate_credential(
+    url: &str,
+    given: Option<GitCredential>,
+) -> AppResult<(String, Option<GitCredential>)> {
+    let (url, credential) = match (split_url_credentials(url), given) {
+        (Some(_), Some(_)) => {
+            return Err(AppError::BadRequest(
+                "the URL holds a password and a credential is given too: give the token once, as the credential".into(),
+            ));
+        }
+        (Some((bare, username, token)), None) => {
+            (bare, Some(GitCredential::Https { username, token }))
+        }
+        (None, given) => (url.to_owned(), given),
+    };
+    let credential = credential
+        .map(GitCredential::validated)
+        .transpose()
+        .map_err(AppError::BadRequest)?;
+    Ok((url, credential))
+}
+
+async fn settings_view(state: &AppState, repo: RepositoryRow) -> AppResult<RepositorySettingsView> {
+    let credential = state.db.git_credential(repo.id).await?;
+    Ok(RepositorySettingsView {
+        url: redact_secrets(&repo.url).into_owned(),
+        name: repo.name,
+        credential: credential.map(|c| c.summary()),
+    })
+}
+
+#[utoipa::path(get, path = "/repos/{repo}/settings", tag = "repos", params(RepoPath),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The repository's settings, without secrets", body = RepositorySettingsView),
+        (status = 404, description = "No such repository", body = ApiErrorBody)))]
+pub async fn settings(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(repo): Path<String>,
+) -> AppResult<Json<RepositorySettingsView>> {
+    let repo = state.db.repository(&repo).await?;
+    Ok(Json(settings_view(&state, repo).await?))
+}
+
+#[utoipa::path(post, path = "/repos/{repo}/settings", tag = "repos", params(RepoPath),
+    security(("admin_token" = [])),
+    request_body = RepositoryUpdate,
+    responses(
+        (status = 200, description = "Changed; the settings, without secrets", body = RepositorySettingsView),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 422, description = "Invalid settings, or a fetch with the new credential failed (nothing changed)", body = ApiErrorBody)))]
+pub async fn update_settings(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(repo): Path<String>,
+    ApiJson(update): ApiJson<RepositoryUpdate>,
+) -> AppResult<Json<RepositorySettingsView>> {
+    let repo = state.db.repository(&repo).await?;
+    match (update.credential, update.clear_credential) {
+        (Some(_), true) => {
+            return Err(AppError::BadRequest(
+                "give a credential or clear it, not both".into(),
+            ));
+        }
+        (Some(credential), false) => {
+            let credential = credential.validated().map_err(AppError::BadRequest)?;
+            // Fetch with it before storing it: a wrong credential changes nothing.
+            git::probe(&state, &repo.name, &repo.url, &repo.branch, Some(&credential)).await?;
+            let now = state.now();
+            state.db.set_git_credential(repo.id, Some(&credential), now).await?;
+            tracing::info!(repo = repo.name, credential = credential.describe(), "credential set");
+        }
+        (None, true) => {
+            state.db.set_git_credential(repo.id, None, state.now()).await?;
+            tracing::info!(repo = repo.name, "credential removed");
+        }
+        (None, false) => {}
+    }
+    Ok(Json(settings_view(&state, repo).await?))
 }
 
 #[utoipa::path(post, path = "/repos/{repo}/runs", tag = "repos", params(RepoPath),

@@ -9,8 +9,10 @@ use clap::{Args, Parser, Subcommand};
 use kymo_core::db::{JobRow, LeaseSettings, RepositoryRow};
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::model::{CommitSha, MachineFingerprint};
+use kymo_core::credentials::redact_secrets;
 use kymo_core::protocol::{
-    NewRepository, RunQueued, RunRequest, SuiteUpload, UploadAccepted, UploadRequest,
+    NewRepository, RepositorySettingsView, RepositoryUpdate, RunQueued, RunRequest, SuiteUpload,
+    UploadAccepted, UploadRequest,
 };
 use kymo_worker::client::ServerClient;
 use kymo_worker::fingerprint::{detect_environment, detect_specs};
@@ -19,6 +21,7 @@ use crate::serve::{ServeOptions, serve};
 
 mod alerts;
 mod compare;
+mod credentials;
 mod listing;
 mod progress;
 mod tokens;
@@ -180,6 +183,19 @@ pub enum RepoCommand {
         #[arg(long, value_name = "LABELS")]
         machines: Option<String>,
         #[command(flatten)]
+        credentials: credentials::CredentialArgs,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Change a tracked repository's settings (with no flags: show them).
+    Set {
+        name: String,
+        #[command(flatten)]
+        credentials: credentials::CredentialArgs,
+        /// Remove the repository's credential.
+        #[arg(long, conflicts_with_all = ["https_user", "ssh_key"])]
+        clear_credentials: bool,
+        #[command(flatten)]
         server: ServerArg,
     },
     /// List tracked repositories.
@@ -261,6 +277,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             webhook_secret,
             poll,
             machines,
+            credentials,
             server,
         }) => {
             let url = absolute_if_local(&url_or_path)?;
@@ -271,16 +288,46 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 webhook_secret,
                 poll_seconds: poll,
                 machine_labels: machines,
+                credential: credentials.credential()?,
             };
-            let waiting =
-                progress::spinner(format!("cloning {} and reading its history", body.url));
+            let shown = redact_secrets(&body.url).into_owned();
+            let waiting = progress::spinner(format!("cloning {shown} and reading its history"));
             let answer = blocking(move || client(&server).post("/repos", &body)).await;
             waiting.finish_and_clear();
             let repo: RepositoryRow = answer?;
             println!(
                 "added {} ({} on branch {})",
-                repo.name, repo.url, repo.branch
+                repo.name,
+                redact_secrets(&repo.url),
+                repo.branch
             );
+            Ok(())
+        }
+        Command::Repo(RepoCommand::Set {
+            name,
+            credentials,
+            clear_credentials,
+            server,
+        }) => {
+            let body = RepositoryUpdate {
+                credential: credentials.credential()?,
+                clear_credential: clear_credentials,
+            };
+            let path = format!("/repos/{name}/settings");
+            let view: RepositorySettingsView = blocking(move || {
+                let client = client(&server);
+                if body.credential.is_none() && !body.clear_credential {
+                    client.get(&path)
+                } else {
+                    client.post(&path, &body)
+                }
+            })
+            .await?;
+            let credential = view.credential.map_or("none".into(), |c| match c.kind.as_str() {
+                "https" => format!("HTTPS token of user {}", c.username.unwrap_or_default()),
+                _ => format!("SSH key {}", c.key_path.unwrap_or_default()),
+            });
+            println!("{} ({})\ncredential: {credential}", view.name, redact_secrets(&view.url));
             Ok(())
         }
         Command::Repo(RepoCommand::List(args)) => listing::repositories(args).await,
