@@ -116,7 +116,9 @@ impl GitCredential {
         let mut text = redact_secrets(text).into_owned();
         let secrets = match self {
             GitCredential::Https { token, .. } => vec![token.as_str()],
-            GitCredential::Ssh { passphrase, .. } => passphrase.iter().map(|p| p.as_str()).collect(),
+            GitCredential::Ssh { passphrase, .. } => {
+                passphrase.iter().map(|p| p.as_str()).collect()
+            }
         };
         for secret in secrets {
             // A one- or two-character secret would blank out ordinary words; none is that short
@@ -152,7 +154,9 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
         rest = &rest[after..];
         // The authority ends at the path, query, fragment, or anything that ends a URL in prose.
         let authority_end = rest
-            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '`') || c.is_whitespace())
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '`') || c.is_whitespace()
+            })
             .unwrap_or(rest.len());
         let authority = &rest[..authority_end];
         if let Some(user_end) = authority.rfind('@') {
@@ -226,7 +230,10 @@ fn percent_decode(s: &str) -> String {
 
 /// Serializes a URL with its credentials redacted: every answer that carries a repository's
 /// URL uses it (`#[serde(serialize_with = ...)]`).
-pub fn serialize_redacted<S: serde::Serializer>(url: &str, serializer: S) -> Result<S::Ok, S::Error> {
+pub fn serialize_redacted<S: serde::Serializer>(
+    url: &str,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&redact_secrets(url))
 }
 

@@ -32,10 +32,7 @@ fn passwords_and_token_users_in_urls_are_redacted_wherever_they_stand() {
 
 #[test]
 fn text_without_secrets_is_not_copied() {
-    assert!(matches!(
-        redact_secrets("https://host/x"),
-        Cow::Borrowed(_)
-    ));
+    assert!(matches!(redact_secrets("https://host/x"), Cow::Borrowed(_)));
     assert!(matches!(redact_secrets("plain"), Cow::Borrowed(_)));
 }
 
@@ -53,7 +50,10 @@ fn redaction_survives_hostile_text() {
         "\u{202e}https://x:y@z",
     ] {
         let redacted = redact_secrets(text);
-        assert!(!redacted.contains(":y@") && !redacted.contains(":ü@"), "{redacted}");
+        assert!(
+            !redacted.contains(":y@") && !redacted.contains(":ü@"),
+            "{redacted}"
+        );
     }
 }
 
@@ -142,7 +142,13 @@ fn credentials_round_trip_as_tagged_json_and_refuse_unknown_fields() {
         }
     );
     let ssh: GitCredential = serde_json::from_str(r#"{"kind":"ssh","key_path":"/k"}"#).unwrap();
-    assert!(matches!(ssh, GitCredential::Ssh { passphrase: None, .. }));
+    assert!(matches!(
+        ssh,
+        GitCredential::Ssh {
+            passphrase: None,
+            ..
+        }
+    ));
     for bad in [
         r#"{"kind":"https","username":"u","token":"t","extra":1}"#,
         r#"{"kind":"ftp","username":"u"}"#,
@@ -151,4 +157,24 @@ fn credentials_round_trip_as_tagged_json_and_refuse_unknown_fields() {
     ] {
         assert!(serde_json::from_str::<GitCredential>(bad).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn repository_answers_show_a_stored_url_without_its_token() {
+    // A repository added before credentials existed may hold its token in its URL.
+    let row = crate::db::RepositoryRow {
+        id: 1,
+        name: "r".into(),
+        url: "https://alice:tok-legacy-99@git.example.com/r.git".into(),
+        branch: "main".into(),
+        created_at: 0,
+        poll_seconds: None,
+        machine_labels: String::new(),
+    };
+    let json = serde_json::to_string(&row).unwrap();
+    assert!(!json.contains("tok-legacy-99"), "{json}");
+    assert!(
+        json.contains("https://alice:***@git.example.com/r.git"),
+        "{json}"
+    );
 }

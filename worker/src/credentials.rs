@@ -133,9 +133,9 @@ pub fn remote_callbacks(credential: Option<&GitCredential>) -> RemoteCallbacks<'
     let mut callbacks = RemoteCallbacks::new();
     let mut tries = 0;
     callbacks.credentials(move |_url, username_from_url, allowed| {
-        match answer(credential, username_from_url, allowed, tries)
-            .map_err(|message| git2::Error::new(git2::ErrorCode::Auth, git2::ErrorClass::Net, message))?
-        {
+        match answer(credential, username_from_url, allowed, tries).map_err(|message| {
+            git2::Error::new(git2::ErrorCode::Auth, git2::ErrorClass::Net, message)
+        })? {
             Answer::Username(username) => Cred::username(&username),
             Answer::UserPass { username, token } => {
                 tries += 1;
@@ -177,7 +177,10 @@ mod tests {
             })
         );
         let refused = answer(Some(&credential), None, plain, 1).unwrap_err();
-        assert!(refused.contains("refused the HTTPS token of user alice"), "{refused}");
+        assert!(
+            refused.contains("refused the HTTPS token of user alice"),
+            "{refused}"
+        );
         assert!(!refused.contains("tok-secret-1"));
         let mismatch = answer(Some(&credential), Some("git"), CredentialType::SSH_KEY, 0);
         assert!(mismatch.unwrap_err().contains("asks for an SSH key"));
@@ -203,19 +206,40 @@ mod tests {
             Ok(Answer::Username("git".into()))
         );
         assert_eq!(
-            answer(Some(&credential), Some("deploy"), CredentialType::SSH_KEY, 0),
+            answer(
+                Some(&credential),
+                Some("deploy"),
+                CredentialType::SSH_KEY,
+                0
+            ),
             Ok(Answer::SshKey {
                 username: "deploy".into(),
                 key_path: &key_path,
                 passphrase: Some("pass-phrase"),
             })
         );
-        let refused =
-            answer(Some(&credential), Some("deploy"), CredentialType::SSH_KEY, 1).unwrap_err();
-        assert!(refused.contains(&key_path) && !refused.contains("pass-phrase"), "{refused}");
-        let https_wanted =
-            answer(Some(&credential), None, CredentialType::USER_PASS_PLAINTEXT, 0).unwrap_err();
-        assert!(https_wanted.contains("credential is an SSH key"), "{https_wanted}");
+        let refused = answer(
+            Some(&credential),
+            Some("deploy"),
+            CredentialType::SSH_KEY,
+            1,
+        )
+        .unwrap_err();
+        assert!(
+            refused.contains(&key_path) && !refused.contains("pass-phrase"),
+            "{refused}"
+        );
+        let https_wanted = answer(
+            Some(&credential),
+            None,
+            CredentialType::USER_PASS_PLAINTEXT,
+            0,
+        )
+        .unwrap_err();
+        assert!(
+            https_wanted.contains("credential is an SSH key"),
+            "{https_wanted}"
+        );
     }
 
     #[test]
@@ -225,7 +249,10 @@ mod tests {
             passphrase: None,
         };
         let error = answer(Some(&credential), None, CredentialType::SSH_KEY, 0).unwrap_err();
-        assert!(error.contains("/nonexistent/kymo/id_ed25519 does not exist"), "{error}");
+        assert!(
+            error.contains("/nonexistent/kymo/id_ed25519 does not exist"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -167,8 +167,9 @@ impl Mirror {
                     .ok()
                     .and_then(|r| r.url().ok().map(str::to_owned));
                 if current.as_deref() != Some(url) {
-                    repo.remote_set_url(REMOTE, url)
-                        .map_err(git(format!("pointing the mirror of {repo_name} at {shown}")))?;
+                    repo.remote_set_url(REMOTE, url).map_err(git(format!(
+                        "pointing the mirror of {repo_name} at {shown}"
+                    )))?;
                 }
                 repo
             }
@@ -414,8 +415,8 @@ fn fetch_all(
     remote
         .fetch(&FETCH_REFSPECS, Some(&mut options), None)
         .map_err(|error| {
-            let timed_out = error.code() == git2::ErrorCode::Timeout
-                || error.message().contains("timed out");
+            let timed_out =
+                error.code() == git2::ErrorCode::Timeout || error.message().contains("timed out");
             let error = git(action.clone())(error);
             match (timed_out, credential) {
                 (true, _) => MirrorError::Timeout {

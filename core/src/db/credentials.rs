@@ -13,7 +13,12 @@ struct CredentialRow {
 
 impl CredentialRow {
     fn into_credential(self) -> Result<GitCredential, DbError> {
-        match (self.kind.as_str(), self.username, self.secret, self.key_path) {
+        match (
+            self.kind.as_str(),
+            self.username,
+            self.secret,
+            self.key_path,
+        ) {
             ("https", Some(username), Some(token), None) => {
                 Ok(GitCredential::Https { username, token })
             }
@@ -94,10 +99,7 @@ impl Db {
     }
 
     /// The credential of the repository called `name`, if it has one (for claimed jobs).
-    pub async fn git_credential_named(
-        &self,
-        name: &str,
-    ) -> Result<Option<GitCredential>, DbError> {
+    pub async fn git_credential_named(&self, name: &str) -> Result<Option<GitCredential>, DbError> {
         sqlx::query_as!(
             CredentialRow,
             r#"SELECT k.kind, k.username, k.secret, k.key_path

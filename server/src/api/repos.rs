@@ -3,11 +3,11 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use kymo_core::credentials::{GitCredential, redact_secrets, split_url_credentials};
 use kymo_core::db::{
     CommitMeasurementRow, CommitRow, CommitRunRow, JobReason, RepositoryRow, RepositorySettings,
     RepositorySummary, RunRecord, validate_repository,
 };
-use kymo_core::credentials::{GitCredential, redact_secrets, split_url_credentials};
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{
     ApiErrorBody, NewRepository, RepositorySettingsView, RepositoryUpdate, RunQueued, RunRequest,
@@ -147,13 +147,30 @@ pub async fn update_settings(
         (Some(credential), false) => {
             let credential = credential.validated().map_err(AppError::BadRequest)?;
             // Fetch with it before storing it: a wrong credential changes nothing.
-            git::probe(&state, &repo.name, &repo.url, &repo.branch, Some(&credential)).await?;
+            git::probe(
+                &state,
+                &repo.name,
+                &repo.url,
+                &repo.branch,
+                Some(&credential),
+            )
+            .await?;
             let now = state.now();
-            state.db.set_git_credential(repo.id, Some(&credential), now).await?;
-            tracing::info!(repo = repo.name, credential = credential.describe(), "credential set");
+            state
+                .db
+                .set_git_credential(repo.id, Some(&credential), now)
+                .await?;
+            tracing::info!(
+                repo = repo.name,
+                credential = credential.describe(),
+                "credential set"
+            );
         }
         (None, true) => {
-            state.db.set_git_credential(repo.id, None, state.now()).await?;
+            state
+                .db
+                .set_git_credential(repo.id, None, state.now())
+                .await?;
             tracing::info!(repo = repo.name, "credential removed");
         }
         (None, false) => {}

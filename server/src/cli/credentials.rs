@@ -16,7 +16,12 @@ pub struct CredentialArgs {
     #[arg(long, value_name = "USER", conflicts_with = "ssh_key")]
     pub https_user: Option<String>,
     /// Read the HTTPS token from this file (`-`: standard input).
-    #[arg(long, value_name = "FILE", requires = "https_user", conflicts_with = "https_token_env")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "https_user",
+        conflicts_with = "https_token_env"
+    )]
     pub https_token_file: Option<PathBuf>,
     /// Read the HTTPS token from this environment variable.
     #[arg(long, value_name = "VAR", requires = "https_user")]
@@ -26,7 +31,12 @@ pub struct CredentialArgs {
     #[arg(long, value_name = "PATH")]
     pub ssh_key: Option<String>,
     /// Read the SSH key's passphrase from this file (`-`: standard input).
-    #[arg(long, value_name = "FILE", requires = "ssh_key", conflicts_with = "ssh_passphrase_env")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "ssh_key",
+        conflicts_with = "ssh_passphrase_env"
+    )]
     pub ssh_passphrase_file: Option<PathBuf>,
     /// Read the SSH key's passphrase from this environment variable.
     #[arg(long, value_name = "VAR", requires = "ssh_key")]
@@ -151,7 +161,11 @@ mod tests {
             ssh_key: Some(dir.path().join("id").display().to_string()),
             ..Default::default()
         };
-        let Some(GitCredential::Ssh { key_path, passphrase }) = args.credential().unwrap() else {
+        let Some(GitCredential::Ssh {
+            key_path,
+            passphrase,
+        }) = args.credential().unwrap()
+        else {
             panic!("an SSH credential");
         };
         assert!(key_path.starts_with('/') && key_path.ends_with("/id"));

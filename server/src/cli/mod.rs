@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
+use kymo_core::credentials::redact_secrets;
 use kymo_core::db::{JobRow, LeaseSettings, RepositoryRow};
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::model::{CommitSha, MachineFingerprint};
-use kymo_core::credentials::redact_secrets;
 use kymo_core::protocol::{
     NewRepository, RepositorySettingsView, RepositoryUpdate, RunQueued, RunRequest, SuiteUpload,
     UploadAccepted, UploadRequest,
@@ -323,11 +323,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             })
             .await?;
-            let credential = view.credential.map_or("none".into(), |c| match c.kind.as_str() {
-                "https" => format!("HTTPS token of user {}", c.username.unwrap_or_default()),
-                _ => format!("SSH key {}", c.key_path.unwrap_or_default()),
-            });
-            println!("{} ({})\ncredential: {credential}", view.name, redact_secrets(&view.url));
+            let credential = view
+                .credential
+                .map_or("none".into(), |c| match c.kind.as_str() {
+                    "https" => format!("HTTPS token of user {}", c.username.unwrap_or_default()),
+                    _ => format!("SSH key {}", c.key_path.unwrap_or_default()),
+                });
+            println!(
+                "{} ({})\ncredential: {credential}",
+                view.name,
+                redact_secrets(&view.url)
+            );
             Ok(())
         }
         Command::Repo(RepoCommand::List(args)) => listing::repositories(args).await,

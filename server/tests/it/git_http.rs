@@ -143,7 +143,12 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Request> {
     Ok(request)
 }
 
-fn serve(stream: TcpStream, root: &Path, expected: &str, refused: &AtomicUsize) -> std::io::Result<()> {
+fn serve(
+    stream: TcpStream,
+    root: &Path,
+    expected: &str,
+    refused: &AtomicUsize,
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let request = read_request(&mut reader)?;
     let mut stream = stream;
@@ -161,7 +166,12 @@ fn serve(stream: TcpStream, root: &Path, expected: &str, refused: &AtomicUsize) 
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .map(|i| (i, i + 4))
-        .or_else(|| output.windows(2).position(|w| w == b"\n\n").map(|i| (i, i + 2)))
+        .or_else(|| {
+            output
+                .windows(2)
+                .position(|w| w == b"\n\n")
+                .map(|i| (i, i + 2))
+        })
         .unwrap_or((output.len(), output.len()));
     let head = String::from_utf8_lossy(&output[..split.0]).into_owned();
     let body = &output[split.1..];

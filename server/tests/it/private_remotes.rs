@@ -21,7 +21,11 @@ fn private_repo() -> TestRepo {
     let toml = kymo_toml("sh bench.sh", "30s", 1);
     let script = bench_script(5.0);
     repo.commit(
-        &[("kymo.toml", &toml), ("bench.sh", &script), ("src/deep/x.txt", "x")],
+        &[
+            ("kymo.toml", &toml),
+            ("bench.sh", &script),
+            ("src/deep/x.txt", "x"),
+        ],
         "first",
     );
     repo
@@ -74,7 +78,10 @@ fn spawn_worker(server: &KymoServer, token: &str, cache: &std::path::Path) -> Ch
 /// Asserts that nothing a reader, an admin or the server's log sees holds a secret.
 fn assert_secret_shown_nowhere(server: &KymoServer, log: &std::path::Path, secrets: &[&str]) {
     let log = std::fs::read_to_string(log).unwrap();
-    assert!(log.contains("repository added"), "the log is captured: {log}");
+    assert!(
+        log.contains("repository added"),
+        "the log is captured: {log}"
+    );
     let mut seen = vec![("the server's log".to_owned(), log)];
     for path in [
         "/",
@@ -88,9 +95,16 @@ fn assert_secret_shown_nowhere(server: &KymoServer, log: &std::path::Path, secre
     ] {
         seen.push((path.to_owned(), server.get(path).1));
     }
-    for args in [&["repo", "list"][..], &["repo", "list", "--json"], &["jobs"]] {
+    for args in [
+        &["repo", "list"][..],
+        &["repo", "list", "--json"],
+        &["jobs"],
+    ] {
         let out = server.kymo(args);
-        seen.push((args.join(" "), String::from_utf8_lossy(&out.stdout).into_owned()));
+        seen.push((
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ));
     }
     for (what, text) in seen {
         for secret in secrets {
@@ -111,19 +125,41 @@ fn private_https_remotes_clone_with_the_right_token_only_and_never_show_it() {
         none.contains("asks for a user name and token") && none.contains("kymo repo set"),
         "{none}"
     );
-    let args = ["repo", "add", "priv", &url, "--https-user", "alice", "--https-token-env", "T"];
+    let args = [
+        "repo",
+        "add",
+        "priv",
+        &url,
+        "--https-user",
+        "alice",
+        "--https-token-env",
+        "T",
+    ];
     let wrong = failure(&kymo_env(&server, &args, &[("T", WRONG)]));
-    assert!(wrong.contains("refused the HTTPS token of user alice"), "{wrong}");
+    assert!(
+        wrong.contains("refused the HTTPS token of user alice"),
+        "{wrong}"
+    );
     assert!(!wrong.contains(WRONG), "{wrong}");
-    assert_eq!(server.get_json("/api/v1/repos"), serde_json::json!([]), "nothing stored");
+    assert_eq!(
+        server.get_json("/api/v1/repos"),
+        serde_json::json!([]),
+        "nothing stored"
+    );
     assert!(git.refused() >= 2);
 
     assert_ok(&kymo_env(&server, &args, &[("T", TOKEN)]));
     // A token written into the URL is moved out of it into the credential.
-    let inline = format!("{}/.git", git.base.replace("://", &format!("://alice:{TOKEN}@")));
+    let inline = format!(
+        "{}/.git",
+        git.base.replace("://", &format!("://alice:{TOKEN}@"))
+    );
     assert_ok(&server.kymo(&["repo", "add", "inline", &inline]));
     let shown = assert_ok(&server.kymo(&["repo", "set", "inline"]));
-    assert!(shown.contains("credential: HTTPS token of user alice"), "{shown}");
+    assert!(
+        shown.contains("credential: HTTPS token of user alice"),
+        "{shown}"
+    );
     assert_eq!(server.get_json("/api/v1/repos/inline")["url"], url.as_str());
 
     // A remote worker receives the credential with the job and clones with it.
@@ -137,14 +173,28 @@ fn private_https_remotes_clone_with_the_right_token_only_and_never_show_it() {
     assert_eq!(jobs[0]["state"], "succeeded", "{jobs:#?}");
 
     // A wrong new credential is refused and changes nothing; clearing it makes fetches fail.
-    let set = ["repo", "set", "priv", "--https-user", "alice", "--https-token-env", "T"];
+    let set = [
+        "repo",
+        "set",
+        "priv",
+        "--https-user",
+        "alice",
+        "--https-token-env",
+        "T",
+    ];
     let refused = failure(&kymo_env(&server, &set, &[("T", WRONG)]));
-    assert!(refused.contains("refused the HTTPS token") && !refused.contains(WRONG), "{refused}");
+    assert!(
+        refused.contains("refused the HTTPS token") && !refused.contains(WRONG),
+        "{refused}"
+    );
     let kept = assert_ok(&server.kymo(&["repo", "set", "priv"]));
     assert!(kept.contains("HTTPS token of user alice"), "{kept}");
     assert_ok(&server.kymo(&["repo", "set", "priv", "--clear-credentials"]));
     let unauthenticated = failure(&server.kymo(&["run", "priv"]));
-    assert!(unauthenticated.contains("asks for a user name and token"), "{unauthenticated}");
+    assert!(
+        unauthenticated.contains("asks for a user name and token"),
+        "{unauthenticated}"
+    );
 
     assert_secret_shown_nowhere(&server, log.path(), &[TOKEN, WRONG]);
 }
@@ -176,8 +226,10 @@ fn hostile_credential_input_is_refused_before_anything_is_stored() {
         let status = post(serde_json::json!({"name": "r", "url": path, "credential": credential}));
         assert_eq!(status, 422, "{credential}");
     }
-    let both = post(serde_json::json!({"name": "r", "url": "https://u:p@example.invalid/r",
-        "credential": {"kind": "https", "username": "a", "token": "t"}}));
+    let both = post(
+        serde_json::json!({"name": "r", "url": "https://u:p@example.invalid/r",
+        "credential": {"kind": "https", "username": "a", "token": "t"}}),
+    );
     assert_eq!(both, 422);
     assert_eq!(server.get_json("/api/v1/repos"), serde_json::json!([]));
     let missing = failure(&server.kymo(&["repo", "set", "nope", "--clear-credentials"]));
@@ -210,7 +262,16 @@ fn a_remote_that_never_answers_fails_repo_add_and_jobs_within_the_timeout() {
     let repo = private_repo();
     let git = GitHttpServer::start(repo.path(), "alice", TOKEN);
     let url = format!("{}/.git", git.base);
-    let args = ["repo", "add", "priv", &url, "--https-user", "alice", "--https-token-env", "T"];
+    let args = [
+        "repo",
+        "add",
+        "priv",
+        &url,
+        "--https-user",
+        "alice",
+        "--https-token-env",
+        "T",
+    ];
     assert_ok(&kymo_env(&server, &args, &[("T", TOKEN)]));
     assert_ok(&server.kymo(&["run", "priv"]));
     git.hang();
@@ -222,7 +283,10 @@ fn a_remote_that_never_answers_fails_repo_add_and_jobs_within_the_timeout() {
     let _ = worker.wait();
     let job_error = jobs[0]["error"].as_str().unwrap_or_default();
     assert_eq!(jobs[0]["state"], "failed", "{jobs:#?}");
-    assert!(job_error.contains("did not answer within 3 s"), "{job_error}");
+    assert!(
+        job_error.contains("did not answer within 3 s"),
+        "{job_error}"
+    );
     assert!(!job_error.contains(TOKEN));
     let (status, _) = server.get("/healthz");
     assert_eq!(status, 200);
