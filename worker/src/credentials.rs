@@ -256,6 +256,47 @@ mod tests {
     }
 
     #[test]
+    fn a_remote_that_accepts_and_never_answers_times_out_and_leaves_no_clone() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/r.git", listener.local_addr().unwrap());
+        let holder = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+        let cache = tempfile::tempdir().unwrap();
+        let started = std::time::Instant::now();
+        let error = crate::mirror::Mirror::open_or_clone(cache.path(), "hang", &url).unwrap_err();
+        assert!(
+            matches!(error, crate::mirror::MirrorError::Timeout { seconds: 3, .. }),
+            "{error}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+        let mirrors = cache.path().join("mirrors");
+        assert!(!mirrors.join("hang.git").exists());
+        assert_eq!(std::fs::read_dir(mirrors.join(".partial")).unwrap().count(), 0);
+        drop(holder.join());
+    }
+
+    #[test]
+    fn ssh_urls_reach_the_ssh_transport() {
+        let cache = tempfile::tempdir().unwrap();
+        let credential = GitCredential::Ssh {
+            key_path: "/nonexistent/id".into(),
+            passphrase: None,
+        };
+        // Port 1 refuses at once: the error comes from connecting, which shows that this build
+        // of libgit2 has an SSH transport (without one: "unsupported URL protocol").
+        let url = "ssh://git@127.0.0.1:1/repo.git";
+        let error = crate::mirror::Mirror::open_or_clone_with(
+            cache.path(),
+            "ssh",
+            url,
+            Some(&credential),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!error.contains("unsupported"), "{error}");
+        assert!(error.contains(url), "{error}");
+    }
+
+    #[test]
     fn the_timeout_is_applied_to_libgit2() {
         let timeout = git_timeout();
         // SAFETY: reading the options races with no writer: `git_timeout` wrote them once.
