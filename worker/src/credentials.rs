@@ -264,13 +264,23 @@ mod tests {
         let started = std::time::Instant::now();
         let error = crate::mirror::Mirror::open_or_clone(cache.path(), "hang", &url).unwrap_err();
         assert!(
-            matches!(error, crate::mirror::MirrorError::Timeout { seconds: 3, .. }),
+            matches!(
+                error,
+                crate::mirror::MirrorError::Timeout { seconds: 3, .. }
+            ),
             "{error}"
         );
-        assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            started.elapsed()
+        );
         let mirrors = cache.path().join("mirrors");
         assert!(!mirrors.join("hang.git").exists());
-        assert_eq!(std::fs::read_dir(mirrors.join(".partial")).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_dir(mirrors.join(".partial")).unwrap().count(),
+            0
+        );
         drop(holder.join());
     }
 
@@ -284,14 +294,10 @@ mod tests {
         // Port 1 refuses at once: the error comes from connecting, which shows that this build
         // of libgit2 has an SSH transport (without one: "unsupported URL protocol").
         let url = "ssh://git@127.0.0.1:1/repo.git";
-        let error = crate::mirror::Mirror::open_or_clone_with(
-            cache.path(),
-            "ssh",
-            url,
-            Some(&credential),
-        )
-        .unwrap_err()
-        .to_string();
+        let error =
+            crate::mirror::Mirror::open_or_clone_with(cache.path(), "ssh", url, Some(&credential))
+                .unwrap_err()
+                .to_string();
         assert!(!error.contains("unsupported"), "{error}");
         assert!(error.contains(url), "{error}");
     }

@@ -58,6 +58,21 @@ fn kymo_env(server: &KymoServer, args: &[&str], env: &[(&str, &str)]) -> Output 
     command.output().unwrap()
 }
 
+/// `kymo repo add priv URL` as user alice with `token`, passed by environment variable.
+fn add_with_token(server: &KymoServer, url: &str, token: &str) -> Output {
+    let args = [
+        "repo",
+        "add",
+        "priv",
+        url,
+        "--https-user",
+        "alice",
+        "--https-token-env",
+        "T",
+    ];
+    kymo_env(server, &args, &[("T", token)])
+}
+
 fn failure(output: &Output) -> String {
     assert!(!output.status.success(), "expected a failure");
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -125,17 +140,7 @@ fn private_https_remotes_clone_with_the_right_token_only_and_never_show_it() {
         none.contains("asks for a user name and token") && none.contains("kymo repo set"),
         "{none}"
     );
-    let args = [
-        "repo",
-        "add",
-        "priv",
-        &url,
-        "--https-user",
-        "alice",
-        "--https-token-env",
-        "T",
-    ];
-    let wrong = failure(&kymo_env(&server, &args, &[("T", WRONG)]));
+    let wrong = failure(&add_with_token(&server, &url, WRONG));
     assert!(
         wrong.contains("refused the HTTPS token of user alice"),
         "{wrong}"
@@ -148,7 +153,7 @@ fn private_https_remotes_clone_with_the_right_token_only_and_never_show_it() {
     );
     assert!(git.refused() >= 2);
 
-    assert_ok(&kymo_env(&server, &args, &[("T", TOKEN)]));
+    assert_ok(&add_with_token(&server, &url, TOKEN));
     // A token written into the URL is moved out of it into the credential.
     let inline = format!(
         "{}/.git",
@@ -262,17 +267,7 @@ fn a_remote_that_never_answers_fails_repo_add_and_jobs_within_the_timeout() {
     let repo = private_repo();
     let git = GitHttpServer::start(repo.path(), "alice", TOKEN);
     let url = format!("{}/.git", git.base);
-    let args = [
-        "repo",
-        "add",
-        "priv",
-        &url,
-        "--https-user",
-        "alice",
-        "--https-token-env",
-        "T",
-    ];
-    assert_ok(&kymo_env(&server, &args, &[("T", TOKEN)]));
+    assert_ok(&add_with_token(&server, &url, TOKEN));
     assert_ok(&server.kymo(&["run", "priv"]));
     git.hang();
     let token = worker_token(&server);
