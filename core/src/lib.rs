@@ -5,6 +5,7 @@
 //! It must not know about HTTP frameworks, templates or process execution: those are the edges.
 
 pub mod clock;
+pub mod credentials;
 pub mod db;
 pub mod format;
 pub mod model;

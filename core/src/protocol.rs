@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::credentials::{CredentialSummary, GitCredential};
 use crate::model::{CommitSha, Environment, MachineFingerprint, MachineSpecs};
 use crate::results::SuiteResults;
 
@@ -28,6 +29,9 @@ pub struct NewRepository {
     /// Once cloned, queue the last N first-parent commits of the branch (`kymo run --last N`).
     #[serde(default)]
     pub backfill: Option<u32>,
+    /// How to authenticate to a private remote (a password in `url` is moved here).
+    #[serde(default)]
+    pub credential: Option<GitCredential>,
 }
 
 /// `PUT /api/v1/repos/{repo}/suites`: the `kymo.toml` kept on the server for the repository.
@@ -65,6 +69,28 @@ pub struct BackfillQueued {
     pub jobs: Vec<i64>,
     /// (commit, machine) pairs left alone because that machine has measured the commit already.
     pub skipped: usize,
+}
+
+/// `POST /api/v1/repos/{repo}/settings`: changes a repository's settings; what is absent
+/// stays as it is.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RepositoryUpdate {
+    /// A new credential for a private remote, checked by a fetch before it is stored.
+    #[serde(default)]
+    pub credential: Option<GitCredential>,
+    /// Remove the stored credential.
+    #[serde(default)]
+    pub clear_credential: bool,
+}
+
+/// A repository's settings as the API shows them: secrets are never part of it.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RepositorySettingsView {
+    pub name: String,
+    /// The URL with any `user:token@` redacted.
+    pub url: String,
+    pub credential: Option<CredentialSummary>,
 }
 
 /// `POST /api/v1/repos/{repo}/runs`
@@ -146,6 +172,9 @@ pub struct ClaimedJob {
     /// The repository's `kymo.toml` kept on the server, for a commit without its own.
     #[serde(default)]
     pub stored_suites: Option<String>,
+    /// How to authenticate to a private remote; absent for public ones.
+    #[serde(default)]
+    pub credential: Option<GitCredential>,
 }
 
 /// `POST /api/v1/worker/jobs/{id}/heartbeat`

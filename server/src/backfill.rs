@@ -8,7 +8,7 @@ use kymo_core::protocol::{BackfillQueued, BackfillRequest};
 use kymo_worker::mirror::{CommitInfo, Mirror};
 
 use crate::error::{AppError, AppResult};
-use crate::git::{mirror_error, to_record};
+use crate::git::{Remote, to_record};
 use crate::state::AppState;
 
 /// Most commits one backfill may queue (after thinning).
@@ -100,13 +100,12 @@ pub async fn backfill(
     backfill: Backfill,
 ) -> AppResult<BackfillQueued> {
     crate::git::sync_history(state, repo).await?;
-    let dir = state.mirror_dir();
-    let (name, url, branch) = (repo.name.clone(), repo.url.clone(), repo.branch.clone());
+    let remote = Remote::of(state, repo).await?;
+    let branch = repo.branch.clone();
     let range = backfill.range.clone();
     let chain = tokio::task::spawn_blocking(move || -> AppResult<Vec<CommitInfo>> {
-        let mirror =
-            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
-        chain_of(&mirror, &branch, &range).map_err(|e| mirror_error(&name, e))
+        let mirror = remote.open()?;
+        chain_of(&mirror, &branch, &range).map_err(|e| remote.error(e))
     })
     .await
     .map_err(|e| AppError::Internal(e.into()))??;

@@ -1,6 +1,7 @@
 //! The server's view of tracked repositories: a git mirror per repository, from which it
 //! learns the tracked branch's first-parent history and resolves what users ask to run.
 
+use kymo_core::credentials::{GitCredential, redact_secrets};
 use kymo_core::db::{CommitRecord, RepositoryRow};
 use kymo_core::model::CommitSha;
 use kymo_worker::mirror::{CommitInfo, Mirror};
@@ -28,21 +29,49 @@ pub(crate) fn to_record(info: CommitInfo) -> AppResult<CommitRecord> {
     })
 }
 
-pub(crate) fn mirror_error(repo: &str, err: impl std::fmt::Display) -> AppError {
-    AppError::BadRequest(format!("repository {repo:?}: {err}"))
+/// The repository's mirror on the server, opened (or cloned) with its credential.
+pub(crate) struct Remote {
+    dir: std::path::PathBuf,
+    name: String,
+    url: String,
+    credential: Option<GitCredential>,
+}
+
+impl Remote {
+    pub(crate) async fn of(state: &AppState, repo: &RepositoryRow) -> AppResult<Remote> {
+        Ok(Remote {
+            dir: state.mirror_dir(),
+            name: repo.name.clone(),
+            url: repo.url.clone(),
+            credential: state.db.git_credential(repo.id).await?,
+        })
+    }
+
+    pub(crate) fn open(&self) -> AppResult<Mirror> {
+        Mirror::open_or_clone_with(&self.dir, &self.name, &self.url, self.credential.as_ref())
+            .map_err(|e| self.error(e))
+    }
+
+    /// A refusal that names the repository and holds no secret.
+    pub(crate) fn error(&self, err: impl std::fmt::Display) -> AppError {
+        let message = format!("repository {:?}: {err}", self.name);
+        AppError::BadRequest(match &self.credential {
+            Some(credential) => credential.scrub(&message),
+            None => redact_secrets(&message).into_owned(),
+        })
+    }
 }
 
 /// Clones or fetches the repository's mirror and records the tracked branch's history.
 pub async fn sync_history(state: &AppState, repo: &RepositoryRow) -> AppResult<()> {
-    let dir = state.mirror_dir();
-    let (name, url, branch) = (repo.name.clone(), repo.url.clone(), repo.branch.clone());
+    let remote = Remote::of(state, repo).await?;
+    let branch = repo.branch.clone();
     let chain = tokio::task::spawn_blocking(move || -> AppResult<Vec<CommitInfo>> {
-        let mirror =
-            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
-        mirror.fetch().map_err(|e| mirror_error(&name, e))?;
+        let mirror = remote.open()?;
+        mirror.fetch().map_err(|e| remote.error(e))?;
         mirror
             .first_parent_history(&branch, HISTORY_LIMIT)
-            .map_err(|e| mirror_error(&name, e))
+            .map_err(|e| remote.error(e))
     })
     .await
     .map_err(|e| AppError::Internal(e.into()))??;
@@ -55,28 +84,37 @@ pub async fn sync_history(state: &AppState, repo: &RepositoryRow) -> AppResult<(
     Ok(())
 }
 
-/// Checks that a repository can be cloned and its branch read, before it is stored; returns
-/// the branch: the one asked for, or the remote's default branch when none was.
+/// Checks that a repository can be cloned (and fetched, with `credential`) and its branch
+/// read, before it or its new credential is stored; returns the branch: the one asked for,
+/// or the remote's default branch when none was.
 pub async fn probe(
     state: &AppState,
     name: &str,
     url: &str,
     branch: Option<&str>,
+    credential: Option<&GitCredential>,
 ) -> AppResult<String> {
-    let dir = state.mirror_dir();
-    let (name, url, branch) = (name.to_owned(), url.to_owned(), branch.map(str::to_owned));
+    let remote = Remote {
+        dir: state.mirror_dir(),
+        name: name.to_owned(),
+        url: url.to_owned(),
+        credential: credential.cloned(),
+    };
+    let branch = branch.map(str::to_owned);
     tokio::task::spawn_blocking(move || -> AppResult<String> {
-        let mirror =
-            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
+        let mirror = remote.open()?;
+        // An existing mirror was not fetched by opening it: fetch, so that a new credential
+        // is tried against the remote (and the remote's default branch is known).
+        mirror.fetch().map_err(|e| remote.error(e))?;
         let branch = match branch {
             Some(branch) => branch,
-            None => mirror.default_branch().ok_or_else(|| {
-                mirror_error(&name, "the remote names no default branch: pass --branch")
-            })?,
+            None => mirror
+                .default_branch()
+                .ok_or_else(|| remote.error("the remote names no default branch: pass --branch"))?,
         };
         mirror
             .resolve(&branch)
-            .map_err(|e| mirror_error(&name, format!("branch {branch:?}: {e}")))?;
+            .map_err(|e| remote.error(format!("branch {branch:?}: {e}")))?;
         Ok(branch)
     })
     .await
@@ -91,9 +129,7 @@ pub async fn resolve_commit(
     commitish: Option<&str>,
 ) -> AppResult<(CommitSha, i64)> {
     sync_history(state, repo).await?;
-    let dir = state.mirror_dir();
-    let name = repo.name.clone();
-    let url = repo.url.clone();
+    let remote = Remote::of(state, repo).await?;
     let wanted = commitish.unwrap_or(&repo.branch).to_owned();
     if wanted.is_empty() || wanted.len() > 256 || wanted.starts_with('-') {
         return Err(AppError::BadRequest(format!(
@@ -101,12 +137,11 @@ pub async fn resolve_commit(
         )));
     }
     let info = tokio::task::spawn_blocking(move || -> AppResult<CommitInfo> {
-        let mirror =
-            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
+        let mirror = remote.open()?;
         let sha = mirror
             .resolve(&wanted)
-            .map_err(|e| mirror_error(&name, format!("{wanted:?}: {e}")))?;
-        mirror.commit_info(&sha).map_err(|e| mirror_error(&name, e))
+            .map_err(|e| remote.error(format!("{wanted:?}: {e}")))?;
+        mirror.commit_info(&sha).map_err(|e| remote.error(e))
     })
     .await
     .map_err(|e| AppError::Internal(e.into()))??;
@@ -123,24 +158,18 @@ pub async fn merge_base(
     branch: &str,
 ) -> AppResult<String> {
     sync_history(state, repo).await?;
-    let dir = state.mirror_dir();
-    let (name, url, sha, branch) = (
-        repo.name.clone(),
-        repo.url.clone(),
-        sha.to_owned(),
-        branch.to_owned(),
-    );
+    let remote = Remote::of(state, repo).await?;
+    let (sha, branch) = (sha.to_owned(), branch.to_owned());
     tokio::task::spawn_blocking(move || -> AppResult<String> {
-        let mirror =
-            Mirror::open_or_clone(&dir, &name, &url).map_err(|e| mirror_error(&name, e))?;
+        let mirror = remote.open()?;
         let other = mirror
             .resolve(&branch)
-            .map_err(|e| mirror_error(&name, format!("branch {branch:?}: {e}")))?;
-        let git = git2::Repository::open_bare(mirror.path()).map_err(|e| mirror_error(&name, e))?;
-        let parse = |s: &str| git2::Oid::from_str(s).map_err(|e| mirror_error(&name, e));
+            .map_err(|e| remote.error(format!("branch {branch:?}: {e}")))?;
+        let git = git2::Repository::open_bare(mirror.path()).map_err(|e| remote.error(e))?;
+        let parse = |s: &str| git2::Oid::from_str(s).map_err(|e| remote.error(e));
         let base = git
             .merge_base(parse(&sha)?, parse(&other)?)
-            .map_err(|e| mirror_error(&name, format!("no merge base with {branch:?}: {e}")))?;
+            .map_err(|e| remote.error(format!("no merge base with {branch:?}: {e}")))?;
         Ok(base.to_string())
     })
     .await

@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod config;
+pub mod credentials;
 pub mod exec;
 pub mod fingerprint;
 pub mod mirror;

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use git2::{AutotagOption, FetchOptions, FetchPrune, ObjectType, Oid, Repository};
+use kymo_core::credentials::{GitCredential, redact_secrets};
+
+use crate::credentials::{git_timeout, remote_callbacks};
 
 const FETCH_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
 const REMOTE: &str = "origin";
@@ -21,11 +24,12 @@ const MAX_DIR_NAME: usize = 200;
 pub enum MirrorError {
     #[error("repository name {name:?} cannot name a mirror: {reason}")]
     InvalidName { name: String, reason: &'static str },
-    #[error("{action}: {source}")]
+    /// `message` is libgit2's, with any credentials in it redacted.
+    #[error("{action}: {message}")]
     Git {
         action: String,
-        #[source]
-        source: git2::Error,
+        code: git2::ErrorCode,
+        message: String,
     },
     #[error("{action}: {source}")]
     Io {
@@ -39,6 +43,8 @@ pub enum MirrorError {
         "commit {sha} is not in the mirror of {url}: it was never pushed there, or was force-pushed away"
     )]
     MissingCommit { sha: String, url: String },
+    #[error("{action}: the remote did not answer within {seconds} s")]
+    Timeout { action: String, seconds: u64 },
     #[error("the repository {url} does not exist: it was moved or deleted")]
     RemoteGone { url: String },
     #[error("{sha:?} is not a full 40-hex-digit commit sha")]
@@ -56,7 +62,11 @@ pub enum MirrorError {
 
 fn git(action: impl Into<String>) -> impl FnOnce(git2::Error) -> MirrorError {
     let action = action.into();
-    move |source| MirrorError::Git { action, source }
+    move |source| MirrorError::Git {
+        action,
+        code: source.code(),
+        message: redact_secrets(source.message()).into_owned(),
+    }
 }
 
 fn io(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> MirrorError {
@@ -84,7 +94,9 @@ pub struct CommitInfo {
 pub struct Mirror {
     repo: Repository,
     path: PathBuf,
+    /// The remote's URL with any credentials redacted: what messages show.
     url: String,
+    credential: Option<GitCredential>,
     lock: Arc<Mutex<()>>,
 }
 
@@ -132,6 +144,18 @@ impl Mirror {
         repo_name: &str,
         url: &str,
     ) -> Result<Mirror, MirrorError> {
+        Self::open_or_clone_with(cache_dir, repo_name, url, None)
+    }
+
+    /// [`Mirror::open_or_clone`] for a private remote: clones and fetches authenticate with
+    /// `credential`, which is kept in memory only (never in the mirror's config).
+    pub fn open_or_clone_with(
+        cache_dir: &Path,
+        repo_name: &str,
+        url: &str,
+        credential: Option<&GitCredential>,
+    ) -> Result<Mirror, MirrorError> {
+        let shown = redact_secrets(url).into_owned();
         let mirrors = cache_dir.join("mirrors");
         let path = mirrors.join(mirror_dir_name(repo_name)?);
         let lock = mirror_lock(&path);
@@ -143,25 +167,32 @@ impl Mirror {
                     .ok()
                     .and_then(|r| r.url().ok().map(str::to_owned));
                 if current.as_deref() != Some(url) {
-                    repo.remote_set_url(REMOTE, url)
-                        .map_err(git(format!("pointing the mirror of {repo_name} at {url}")))?;
+                    repo.remote_set_url(REMOTE, url).map_err(git(format!(
+                        "pointing the mirror of {repo_name} at {shown}"
+                    )))?;
                 }
                 repo
             }
-            Err(_) => Self::clone_fresh(&mirrors, &path, url)?,
+            Err(_) => Self::clone_fresh(&mirrors, &path, url, credential)?,
         };
         drop(guard);
         Ok(Mirror {
             repo,
             path,
-            url: url.to_owned(),
+            url: shown,
+            credential: credential.cloned(),
             lock,
         })
     }
 
     /// Clones beside the final place and renames, so that an interrupted clone never leaves
     /// a half-filled mirror where the next job would open it.
-    fn clone_fresh(mirrors: &Path, path: &Path, url: &str) -> Result<Repository, MirrorError> {
+    fn clone_fresh(
+        mirrors: &Path,
+        path: &Path,
+        url: &str,
+        credential: Option<&GitCredential>,
+    ) -> Result<Repository, MirrorError> {
         let partials = mirrors.join(PARTIAL_DIR);
         fs::create_dir_all(&partials).map_err(io(format!("creating {}", partials.display())))?;
         let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -171,7 +202,7 @@ impl Mirror {
         // Only a mirror that cannot be opened gets here: a leftover of a broken disk or an
         // older layout, not a clone in progress (those live under PARTIAL_DIR).
         remove_if_present(path)?;
-        let result = Self::clone_into(&partial, url).and_then(|()| {
+        let result = Self::clone_into(&partial, url, credential).and_then(|()| {
             fs::rename(&partial, path)
                 .map_err(io(format!("moving the clone to {}", path.display())))
         });
@@ -182,12 +213,16 @@ impl Mirror {
         Repository::open_bare(path).map_err(git(format!("opening {}", path.display())))
     }
 
-    fn clone_into(path: &Path, url: &str) -> Result<(), MirrorError> {
+    fn clone_into(
+        path: &Path,
+        url: &str,
+        credential: Option<&GitCredential>,
+    ) -> Result<(), MirrorError> {
         let repo =
             Repository::init_bare(path).map_err(git(format!("creating {}", path.display())))?;
         repo.remote_with_fetch(REMOTE, url, FETCH_REFSPECS[0])
-            .map_err(git(format!("adding remote {url}")))?;
-        fetch_all(&repo, url)
+            .map_err(git(format!("adding remote {}", redact_secrets(url))))?;
+        fetch_all(&repo, url, credential)
     }
 
     /// Where the mirror lives.
@@ -198,7 +233,7 @@ impl Mirror {
     /// Fetches every branch and tag, force-updating moved refs and pruning deleted ones.
     pub fn fetch(&self) -> Result<(), MirrorError> {
         let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        fetch_all(&self.repo, &self.url)
+        fetch_all(&self.repo, &self.url, self.credential.as_ref())
     }
 
     /// The commit that a branch, tag, sha or other revision expression names.
@@ -373,24 +408,46 @@ fn mirror_lock(path: &Path) -> Arc<Mutex<()>> {
     locks.entry(path.to_owned()).or_default().clone()
 }
 
-fn fetch_all(repo: &Repository, url: &str) -> Result<(), MirrorError> {
+/// Fetches every ref of the mirror's remote, authenticating with `credential` and failing
+/// once the remote is silent for longer than the git timeout.
+fn fetch_all(
+    repo: &Repository,
+    url: &str,
+    credential: Option<&GitCredential>,
+) -> Result<(), MirrorError> {
+    let shown = redact_secrets(url);
     // libgit2 reports a local path that is gone as an "unsupported URL protocol": say what it is.
     let local = url.strip_prefix("file://").unwrap_or(url);
     if local.starts_with('/') && !Path::new(local).exists() {
         return Err(MirrorError::RemoteGone {
-            url: url.to_owned(),
+            url: shown.into_owned(),
         });
     }
+    let timeout = git_timeout();
     let mut remote = repo
         .find_remote(REMOTE)
         .map_err(git("finding the mirror's remote"))?;
     let mut options = FetchOptions::new();
     options
         .prune(FetchPrune::On)
-        .download_tags(AutotagOption::None);
+        .download_tags(AutotagOption::None)
+        .remote_callbacks(remote_callbacks(credential));
+    let action = format!("fetching {shown}");
     remote
         .fetch(&FETCH_REFSPECS, Some(&mut options), None)
-        .map_err(git(format!("fetching {url}")))?;
+        .map_err(|error| {
+            let timed_out =
+                error.code() == git2::ErrorCode::Timeout || error.message().contains("timed out");
+            let error = git(action.clone())(error);
+            match (timed_out, credential) {
+                (true, _) => MirrorError::Timeout {
+                    action,
+                    seconds: timeout.as_secs(),
+                },
+                (false, Some(credential)) => scrub(error, credential),
+                (false, None) => error,
+            }
+        })?;
     // The mirror's HEAD follows the remote's default branch (known from the fetch's ref
     // advertisement), so a repository added without a branch tracks its host's main line.
     if let Ok(default) = remote.default_branch()
@@ -400,6 +457,22 @@ fn fetch_all(repo: &Repository, url: &str) -> Result<(), MirrorError> {
         let _ = repo.set_head(name);
     }
     Ok(())
+}
+
+/// Takes the credential's own secrets out of a git error's message, in case a remote echoed one.
+fn scrub(error: MirrorError, credential: &GitCredential) -> MirrorError {
+    match error {
+        MirrorError::Git {
+            action,
+            code,
+            message,
+        } => MirrorError::Git {
+            action,
+            code,
+            message: credential.scrub(&message),
+        },
+        other => other,
+    }
 }
 
 fn info_of(commit: &git2::Commit<'_>) -> CommitInfo {

@@ -7,6 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::Context;
+use kymo_core::credentials::redact_secrets;
 use kymo_core::model::{Environment, MachineSpecs};
 use kymo_core::protocol::{
     ClaimRequest, ClaimedJob, Completion, ConfigSource, ConfigUsed, JobOutcome, log_tail,
@@ -178,10 +179,16 @@ impl Worker {
     fn run_job(&self, job: &ClaimedJob, control: &JobControl) -> JobOutcome {
         let outcome = match self.try_run_job(job, control) {
             Ok(outcome) => outcome,
-            Err(err) => JobOutcome::Failed {
-                error: format!("{err:#}"),
-                log_tail: String::new(),
-            },
+            Err(err) => {
+                let error = format!("{err:#}");
+                JobOutcome::Failed {
+                    error: match &job.credential {
+                        Some(credential) => credential.scrub(&error),
+                        None => redact_secrets(&error).into_owned(),
+                    },
+                    log_tail: String::new(),
+                }
+            }
         };
         if control.cancelled.load(Ordering::Relaxed) {
             return JobOutcome::Failed {
@@ -198,12 +205,14 @@ impl Worker {
         // The server names the repository; it still must not pick paths outside the cache.
         let dir_name = mirror_dir_name(&job.repository)?;
         control.phase("fetching");
-        let mirror = Mirror::open_or_clone(cache, &job.repository, &job.url)
-            .with_context(|| format!("cannot clone {}", job.url))?;
+        let url = redact_secrets(&job.url);
+        let mirror =
+            Mirror::open_or_clone_with(cache, &job.repository, &job.url, job.credential.as_ref())
+                .with_context(|| format!("cannot clone {url}"))?;
         if !mirror.has_commit(sha) {
             mirror
                 .fetch()
-                .with_context(|| format!("cannot fetch {}", job.url))?;
+                .with_context(|| format!("cannot fetch {url}"))?;
         }
         control.phase("checking out");
         let worktree = cache.join("worktrees").join(&dir_name);

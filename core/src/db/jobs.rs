@@ -327,6 +327,7 @@ impl Db {
         tx.commit().await?;
         let commit = CommitSha::parse(&next.sha)
             .map_err(|e| DbError::Invalid(format!("stored commit is corrupt: {e}")))?;
+        let credential = self.git_credential_named(&next.name).await?;
         Ok(Some(ClaimedJob {
             id: next.id,
             lease_id,
@@ -335,6 +336,7 @@ impl Db {
             url: next.url,
             commit,
             stored_suites: next.suites_toml,
+            credential,
         }))
     }
 

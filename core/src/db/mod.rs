@@ -8,6 +8,7 @@ mod bisections;
 mod census;
 mod commit_status;
 mod counts;
+mod credentials;
 mod history;
 mod ingest;
 mod jobs;

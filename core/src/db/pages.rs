@@ -6,6 +6,8 @@ use super::{Db, DbError};
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RepositorySummary {
     pub name: String,
+    /// Shown with any `user:token@` redacted.
+    #[serde(serialize_with = "crate::credentials::serialize_redacted")]
     pub url: String,
     pub branch: String,
     pub commits: i64,

@@ -8,6 +8,8 @@ use crate::model::CommitSha;
 pub struct RepositoryRow {
     pub id: i64,
     pub name: String,
+    /// Shown with any `user:token@` redacted.
+    #[serde(serialize_with = "crate::credentials::serialize_redacted")]
     pub url: String,
     pub branch: String,
     pub created_at: i64,

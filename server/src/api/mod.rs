@@ -46,6 +46,7 @@ fn documented() -> OpenApiRouter<AppState> {
         .routes(routes!(doc::openapi_json))
         .routes(routes!(repos::list, repos::create))
         .routes(routes!(repos::show))
+        .routes(routes!(repos::settings, repos::update_settings))
         .routes(routes!(repos::enqueue_run))
         .routes(routes!(repos::backfill))
         .routes(routes!(

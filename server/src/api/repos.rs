@@ -3,14 +3,15 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use kymo_core::credentials::{GitCredential, redact_secrets, split_url_credentials};
 use kymo_core::db::{
     CommitMeasurementRow, CommitRow, CommitRunRow, JobReason, RepositoryRow, RepositorySettings,
     RepositorySummary, RunRecord, validate_repository,
 };
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{
-    ApiErrorBody, BackfillQueued, BackfillRequest, NewRepository, RunQueued, RunRequest,
-    StoredSuites, UploadAccepted, UploadRequest,
+    ApiErrorBody, BackfillQueued, BackfillRequest, NewRepository, RepositorySettingsView,
+    RepositoryUpdate, RunQueued, RunRequest, StoredSuites, UploadAccepted, UploadRequest,
 };
 use serde::Serialize;
 
@@ -47,8 +48,9 @@ pub async fn create(
     _admin: Admin,
     ApiJson(new): ApiJson<NewRepository>,
 ) -> AppResult<(StatusCode, Json<RepositoryRow>)> {
+    let (url, credential) = separate_credential(&new.url, new.credential)?;
     // The branch is checked once known; "main" stands in for the remote's default here.
-    validate_repository(&new.name, &new.url, new.branch.as_deref().unwrap_or("main"))?;
+    validate_repository(&new.name, &url, new.branch.as_deref().unwrap_or("main"))?;
     if state.db.repository(&new.name).await.is_ok() {
         return Err(AppError::Conflict(format!(
             "a repository named {:?} already exists",
@@ -73,18 +75,29 @@ pub async fn create(
             })
         })
         .transpose()?;
-    // Clone before storing anything, so that a wrong URL or branch changes nothing.
-    let branch = git::probe(&state, &new.name, &new.url, new.branch.as_deref()).await?;
-    validate_repository(&new.name, &new.url, &branch)?;
+    // Clone before storing anything, so that a wrong URL, branch or credential changes nothing.
+    let branch = git::probe(
+        &state,
+        &new.name,
+        &url,
+        new.branch.as_deref(),
+        credential.as_ref(),
+    )
+    .await?;
+    validate_repository(&new.name, &url, &branch)?;
     let repo = state
         .db
-        .create_repository(&new.name, &new.url, &branch, settings, state.now())
+        .create_repository(&new.name, &url, &branch, settings, state.now())
+        .await?;
+    state
+        .db
+        .set_git_credential(repo.id, credential.as_ref(), state.now())
         .await?;
     if let Some(toml) = &new.suites {
         state.db.set_stored_suites(repo.id, Some(toml)).await?;
     }
     git::sync_history(&state, &repo).await?;
-    tracing::info!(repo = repo.name, url = repo.url, branch, "repository added");
+    tracing::info!(repo = repo.name, url = %redact_secrets(&repo.url), branch, "repository added");
     if let Some(backfill) = backfill {
         crate::backfill::backfill(&state, &repo, backfill).await?;
     }
@@ -168,6 +181,107 @@ pub async fn backfill(
     let backfill = Backfill::from_request(&request)?;
     let queued = crate::backfill::backfill(&state, &repo, backfill).await?;
     Ok((StatusCode::ACCEPTED, Json(queued)))
+}
+
+/// The URL to store and the credential to use: a password written into an HTTPS URL is moved
+/// out of it into the credential, so that it is neither stored in nor shown with the URL.
+fn separate_credential(
+    url: &str,
+    given: Option<GitCredential>,
+) -> AppResult<(String, Option<GitCredential>)> {
+    let (url, credential) = match (split_url_credentials(url), given) {
+        (Some(_), Some(_)) => {
+            return Err(AppError::BadRequest(
+                "the URL holds a password and a credential is given too: give the token once, as the credential".into(),
+            ));
+        }
+        (Some((bare, username, token)), None) => {
+            (bare, Some(GitCredential::Https { username, token }))
+        }
+        (None, given) => (url.to_owned(), given),
+    };
+    let credential = credential
+        .map(GitCredential::validated)
+        .transpose()
+        .map_err(AppError::BadRequest)?;
+    Ok((url, credential))
+}
+
+async fn settings_view(state: &AppState, repo: RepositoryRow) -> AppResult<RepositorySettingsView> {
+    let credential = state.db.git_credential(repo.id).await?;
+    Ok(RepositorySettingsView {
+        url: redact_secrets(&repo.url).into_owned(),
+        name: repo.name,
+        credential: credential.map(|c| c.summary()),
+    })
+}
+
+#[utoipa::path(get, path = "/repos/{repo}/settings", tag = "repos", params(RepoPath),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The repository's settings, without secrets", body = RepositorySettingsView),
+        (status = 404, description = "No such repository", body = ApiErrorBody)))]
+pub async fn settings(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(repo): Path<String>,
+) -> AppResult<Json<RepositorySettingsView>> {
+    let repo = state.db.repository(&repo).await?;
+    Ok(Json(settings_view(&state, repo).await?))
+}
+
+#[utoipa::path(post, path = "/repos/{repo}/settings", tag = "repos", params(RepoPath),
+    security(("admin_token" = [])),
+    request_body = RepositoryUpdate,
+    responses(
+        (status = 200, description = "Changed; the settings, without secrets", body = RepositorySettingsView),
+        (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 422, description = "Invalid settings, or a fetch with the new credential failed (nothing changed)", body = ApiErrorBody)))]
+pub async fn update_settings(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(repo): Path<String>,
+    ApiJson(update): ApiJson<RepositoryUpdate>,
+) -> AppResult<Json<RepositorySettingsView>> {
+    let repo = state.db.repository(&repo).await?;
+    match (update.credential, update.clear_credential) {
+        (Some(_), true) => {
+            return Err(AppError::BadRequest(
+                "give a credential or clear it, not both".into(),
+            ));
+        }
+        (Some(credential), false) => {
+            let credential = credential.validated().map_err(AppError::BadRequest)?;
+            // Fetch with it before storing it: a wrong credential changes nothing.
+            git::probe(
+                &state,
+                &repo.name,
+                &repo.url,
+                Some(&repo.branch),
+                Some(&credential),
+            )
+            .await?;
+            let now = state.now();
+            state
+                .db
+                .set_git_credential(repo.id, Some(&credential), now)
+                .await?;
+            tracing::info!(
+                repo = repo.name,
+                credential = credential.describe(),
+                "credential set"
+            );
+        }
+        (None, true) => {
+            state
+                .db
+                .set_git_credential(repo.id, None, state.now())
+                .await?;
+            tracing::info!(repo = repo.name, "credential removed");
+        }
+        (None, false) => {}
+    }
+    Ok(Json(settings_view(&state, repo).await?))
 }
 
 #[utoipa::path(post, path = "/repos/{repo}/runs", tag = "repos", params(RepoPath),

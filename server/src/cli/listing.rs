@@ -46,7 +46,11 @@ pub async fn repositories(args: ListArgs) -> anyhow::Result<()> {
         for r in repos {
             println!(
                 "{:<24} {:<12} {:>8} {:>10}  {}",
-                r.name, r.branch, r.commits, r.benchmarks, r.url
+                r.name,
+                r.branch,
+                r.commits,
+                r.benchmarks,
+                kymo_core::credentials::redact_secrets(&r.url)
             );
         }
     })

@@ -17,6 +17,7 @@ use crate::serve::{ServeOptions, serve};
 
 mod alerts;
 mod compare;
+mod credentials;
 mod listing;
 mod progress;
 mod repos;
@@ -100,7 +101,7 @@ pub enum Command {
     Completions { shell: clap_complete::Shell },
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServerArg {
     /// The kymo server.
     #[arg(long, env = "KYMO_SERVER", default_value = "http://127.0.0.1:8080")]

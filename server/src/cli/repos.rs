@@ -5,11 +5,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use kymo_core::credentials::redact_secrets;
 use kymo_core::db::RepositoryRow;
 use kymo_core::protocol::{
-    BackfillQueued, BackfillRequest, NewRepository, RunQueued, RunRequest, StoredSuites,
+    BackfillQueued, BackfillRequest, NewRepository, RepositorySettingsView, RepositoryUpdate,
+    RunQueued, RunRequest, StoredSuites,
 };
 
+use super::credentials::CredentialArgs;
 use super::{ServerArg, blocking, client, listing, progress};
 
 #[derive(Debug, Subcommand)]
@@ -37,11 +40,18 @@ pub enum RepoCommand {
         #[arg(long, value_name = "N")]
         backfill: Option<u32>,
         #[command(flatten)]
+        credentials: CredentialArgs,
+        #[command(flatten)]
         server: ServerArg,
     },
-    /// Change a tracked repository's settings.
+    /// Change a tracked repository's settings (with no flags: show them).
     Set {
         name: String,
+        #[command(flatten)]
+        credentials: CredentialArgs,
+        /// Remove the repository's credential.
+        #[arg(long, conflicts_with_all = ["https_user", "ssh_key"])]
+        clear_credentials: bool,
         /// Keep this kymo.toml on the server for commits without their own (validated first).
         #[arg(long, value_name = "FILE", conflicts_with = "no_suites")]
         suites: Option<PathBuf>,
@@ -84,6 +94,7 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             machines,
             suites,
             backfill,
+            credentials,
             server,
         } => {
             let url = absolute_if_local(&url_or_path)?;
@@ -96,15 +107,18 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
                 machine_labels: machines,
                 suites: suites.as_deref().map(read_suites).transpose()?,
                 backfill,
+                credential: credentials.credential()?,
             };
-            let waiting =
-                progress::spinner(format!("cloning {} and reading its history", body.url));
+            let shown = redact_secrets(&body.url).into_owned();
+            let waiting = progress::spinner(format!("cloning {shown} and reading its history"));
             let answer = blocking(move || client(&server).post("/repos", &body)).await;
             waiting.finish_and_clear();
             let repo: RepositoryRow = answer?;
             println!(
                 "added {} ({} on branch {})",
-                repo.name, repo.url, repo.branch
+                repo.name,
+                redact_secrets(&repo.url),
+                repo.branch
             );
             if let Some(n) = backfill {
                 println!(
@@ -117,23 +131,34 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             name,
             suites,
             no_suites,
+            credentials,
+            clear_credentials,
             server,
         } => {
+            let update = RepositoryUpdate {
+                credential: credentials.credential()?,
+                clear_credential: clear_credentials,
+            };
+            let changes_credential = update.credential.is_some() || update.clear_credential;
+            let changes_suites = suites.is_some() || no_suites;
             let path = format!("/repos/{name}/suites");
             if let Some(file) = suites {
                 let body = StoredSuites {
                     toml: read_suites(&file)?,
                 };
+                let server = server.clone();
                 let _: StoredSuites = blocking(move || client(&server).put(&path, &body)).await?;
                 println!(
                     "{name} keeps {} on the server: commits without a kymo.toml run it",
                     file.display()
                 );
             } else if no_suites {
+                let server = server.clone();
                 blocking(move || client(&server).delete(&path)).await?;
                 println!("{name} keeps no suites on the server");
-            } else {
-                bail!("nothing to set: pass --suites FILE or --no-suites");
+            }
+            if changes_credential || !changes_suites {
+                show_settings(&name, update, changes_credential, server).await?;
             }
             Ok(())
         }
@@ -179,6 +204,37 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         queued.commits.len(),
         queued.jobs.len(),
         queued.skipped
+    );
+    Ok(())
+}
+
+/// Changes the repository's credential (when `change`), then prints its settings.
+async fn show_settings(
+    name: &str,
+    update: RepositoryUpdate,
+    change: bool,
+    server: ServerArg,
+) -> anyhow::Result<()> {
+    let path = format!("/repos/{name}/settings");
+    let view: RepositorySettingsView = blocking(move || {
+        let client = client(&server);
+        if change {
+            client.post(&path, &update)
+        } else {
+            client.get(&path)
+        }
+    })
+    .await?;
+    let credential = view
+        .credential
+        .map_or("none".into(), |c| match c.kind.as_str() {
+            "https" => format!("HTTPS token of user {}", c.username.unwrap_or_default()),
+            _ => format!("SSH key {}", c.key_path.unwrap_or_default()),
+        });
+    println!(
+        "{} ({})\ncredential: {credential}",
+        view.name,
+        redact_secrets(&view.url)
     );
     Ok(())
 }

@@ -3,6 +3,7 @@
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
+use kymo_core::credentials::redact_secrets;
 use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter};
 use serde::Deserialize;
 
@@ -43,7 +44,7 @@ pub async fn home(State(state): State<AppState>) -> PageResult {
         .map(|r| RepoView {
             last_run: r.last_run_at.map(utc).unwrap_or_else(|| "never".into()),
             name: r.name,
-            url: r.url,
+            url: redact_secrets(&r.url).into_owned(),
             branch: r.branch,
             commits: r.commits,
             benchmarks: r.benchmarks,
@@ -111,7 +112,7 @@ pub async fn repository(
         stored_suites: state.db.stored_suites(repo.id).await?.is_some(),
         csrf: viewer.csrf(),
         name: repo.name,
-        url: repo.url,
+        url: redact_secrets(&repo.url).into_owned(),
         branch: repo.branch,
         history,
         next_offset,
