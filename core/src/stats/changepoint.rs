@@ -107,6 +107,8 @@ pub fn detect_change_points(
 
     let confirm = Confirmation {
         values: &values,
+        standardized: &filtered,
+        steppiness: threshold * threshold,
         settings: &s,
     };
     let mut evidence: Vec<Option<Evidence>> = vec![None; splits.len()];
@@ -204,6 +206,10 @@ struct Evidence {
 
 struct Confirmation<'a> {
     values: &'a [f64],
+    /// The values in units of their noise, short excursions suppressed.
+    standardized: &'a [f64],
+    /// How much better (in squared noise units) a step must fit than a straight line.
+    steppiness: f64,
     settings: &'a Sensitivity,
 }
 
@@ -224,8 +230,14 @@ impl Confirmation<'_> {
         let delta = (after - before).clamp(-f64::MAX, f64::MAX);
         let change_pct = PercentBase::new(before, after).percent(delta);
         let p_value = mann_whitney(right, left).p_value;
-        let confirmed =
-            delta != 0.0 && p_value < s.change_point_alpha && change_pct.abs() >= s.min_effect_pct;
+        // Judged between the neighbours, however far: a drift between two long flat
+        // stretches is a step at that scale, a trend that never settles is not.
+        let steppy =
+            step_beats_line(&self.standardized[previous..next], at - previous) > self.steppiness;
+        let confirmed = delta != 0.0
+            && p_value < s.change_point_alpha
+            && change_pct.abs() >= s.min_effect_pct
+            && steppy;
         Evidence {
             before,
             after,
@@ -234,6 +246,44 @@ impl Confirmation<'_> {
             window: (left_start, right_end),
             confirmed,
         }
+    }
+}
+
+/// How much better (in the values' squared units) a straight line with a step at `at` fits
+/// `values` than the straight line alone. A slow drift or a smooth trend is fitted by the
+/// line about as well, so its candidates are dropped and the neighbours re-examined: a trend
+/// that never settles is no change point, a drift between two flat stretches is still one
+/// change between them, and a step on a trend is still a step.
+fn step_beats_line(values: &[f64], at: usize) -> f64 {
+    let n = values.len();
+    if at == 0 || at >= n {
+        return 0.0;
+    }
+    let x_mean = (n - 1) as f64 / 2.0;
+    let y_mean = values.iter().sum::<f64>() / n as f64;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, y) in values.iter().enumerate() {
+        let dx = i as f64 - x_mean;
+        sxy += dx * (y - y_mean);
+        sxx += dx * dx;
+    }
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    // The step's indicator, with what the line explains of it taken out; the line's
+    // residuals are orthogonal to the line, so their product with it is their sum past `at`.
+    let z_mean = (n - at) as f64 / n as f64;
+    let z_slope = (at..n).map(|i| i as f64 - x_mean).sum::<f64>() / sxx.max(f64::MIN_POSITIVE);
+    let (mut product, mut norm) = (0.0, 0.0);
+    for (i, y) in values.iter().enumerate() {
+        let dx = i as f64 - x_mean;
+        let z = if i >= at { 1.0 } else { 0.0 };
+        let z_perp = z - z_mean - z_slope * dx;
+        product += (y - y_mean - slope * dx) * z_perp;
+        norm += z_perp * z_perp;
+    }
+    if norm > 0.0 {
+        product * product / norm
+    } else {
+        0.0
     }
 }
 
