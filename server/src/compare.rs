@@ -37,8 +37,14 @@ pub struct CompareReport {
     pub rows: Vec<CompareRow>,
     pub regressed: usize,
     pub improved: usize,
+    /// Rows whose verdict is `no_change`.
     pub unchanged: usize,
-    /// Geometric mean of head/base over rows with positive values on both sides.
+    /// Rows the data could not decide (no history yet, or a large change that is not
+    /// significant): counted apart from `unchanged`, because nobody knows they did not change.
+    pub inconclusive: usize,
+    /// Geometric mean over rows with positive values on both sides of head/base for
+    /// lower-is-better metrics and base/head for higher-is-better ones: above 1 is worse, so
+    /// a slowdown and the matching fall in throughput add up instead of cancelling.
     pub geomean_ratio: Option<f64>,
 }
 
@@ -218,7 +224,13 @@ pub fn summarise(
     let ratios: Vec<f64> = rows
         .iter()
         .filter(|r| r.verdict.baseline > 0.0 && r.verdict.value > 0.0)
-        .map(|r| (r.verdict.value / r.verdict.baseline).ln())
+        .map(|r| {
+            let ratio = (r.verdict.value / r.verdict.baseline).ln();
+            match Direction::parse(&r.direction) {
+                Some(Direction::Higher) => -ratio,
+                _ => ratio,
+            }
+        })
         .collect();
     let geomean_ratio =
         (!ratios.is_empty()).then(|| (ratios.iter().sum::<f64>() / ratios.len() as f64).exp());
@@ -226,7 +238,8 @@ pub fn summarise(
         repository: repo.name.clone(),
         regressed: count(VerdictKind::Regression),
         improved: count(VerdictKind::Improvement),
-        unchanged: rows.len() - count(VerdictKind::Regression) - count(VerdictKind::Improvement),
+        unchanged: count(VerdictKind::NoChange),
+        inconclusive: count(VerdictKind::Inconclusive),
         base,
         head,
         baseline,

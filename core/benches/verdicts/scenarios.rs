@@ -20,6 +20,9 @@ pub fn scenarios() -> Vec<Scenario> {
         drifts: NONE,
         bimodal: false,
         varied_samples: false,
+        trend: false,
+        season: false,
+        walk: false,
     };
     vec![
         Scenario {
@@ -98,6 +101,36 @@ pub fn scenarios() -> Vec<Scenario> {
                 drifts: (0, 1),
                 bimodal: false,
                 varied_samples: true,
+                ..base
+            },
+            three_sigma: false,
+        },
+        Scenario {
+            name: "trending (0–2 steps ≥ 3σ)",
+            recipe: Recipe {
+                steps: (0, 2),
+                min_snr: 3.0,
+                trend: true,
+                ..base
+            },
+            three_sigma: false,
+        },
+        Scenario {
+            name: "seasonal (0–2 steps ≥ 3σ)",
+            recipe: Recipe {
+                steps: (0, 2),
+                min_snr: 3.0,
+                season: true,
+                ..base
+            },
+            three_sigma: false,
+        },
+        Scenario {
+            name: "drifting (0–2 steps ≥ 3σ)",
+            recipe: Recipe {
+                steps: (0, 2),
+                min_snr: 3.0,
+                walk: true,
                 ..base
             },
             three_sigma: false,

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::model::Direction;
 
-use super::distribution::normal_quantile;
+use super::distribution::{normal_quantile, normal_sf};
 use super::mann_whitney::{mann_whitney, shift_interval};
 use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median, median_in_place};
@@ -229,7 +229,10 @@ impl Confirmation<'_> {
         let after = median_in_place(&mut right.to_vec());
         let delta = (after - before).clamp(-f64::MAX, f64::MAX);
         let change_pct = PercentBase::new(before, after).percent(delta);
-        let p_value = mann_whitney(right, left).p_value;
+        let p_value = for_autocorrelation(
+            mann_whitney(right, left).p_value,
+            lag_one_correlation(left, before, right, after),
+        );
         // Judged between the neighbours, however far: a drift between two long flat
         // stretches is a step at that scale, a trend that never settles is not.
         let steppy =
@@ -247,6 +250,39 @@ impl Confirmation<'_> {
             confirmed,
         }
     }
+}
+
+/// The lag-1 autocorrelation of the values around their side's median (`before` on the
+/// left, `after` on the right), pairs taken within each side. Noise is about 0; a seasonal
+/// swing, a random-walk drift or a trend leaves it well above.
+fn lag_one_correlation(left: &[f64], before: f64, right: &[f64], after: f64) -> f64 {
+    let (mut product, mut square) = (0.0, 0.0);
+    for (side, center) in [(left, before), (right, after)] {
+        let scale = side.iter().fold(0.0, |m: f64, v| m.max((v - center).abs()));
+        if scale == 0.0 || !scale.is_finite() {
+            continue;
+        }
+        let residuals: Vec<f64> = side.iter().map(|v| (v - center) / scale).collect();
+        product += residuals.windows(2).map(|w| w[0] * w[1]).sum::<f64>();
+        square += residuals.iter().map(|r| r * r).sum::<f64>();
+    }
+    if square > 0.0 { product / square } else { 0.0 }
+}
+
+/// A two-sided p-value of a test that assumed independent values, corrected for a positive
+/// lag-1 autocorrelation `rho` as for an AR(1) series: its z-score shrinks by
+/// √((1 − ρ)/(1 + ρ)), the square root of the effective share of independent values. Ranks
+/// of a seasonal or drifting series look far more certain than they are.
+fn for_autocorrelation(p_value: f64, rho: f64) -> f64 {
+    if !(rho > 0.0) || p_value >= 1.0 {
+        return p_value;
+    }
+    let rho = rho.min(0.99);
+    let z = -normal_quantile(p_value / 2.0);
+    if !z.is_finite() {
+        return p_value;
+    }
+    (2.0 * normal_sf(z * ((1.0 - rho) / (1.0 + rho)).sqrt())).min(1.0)
 }
 
 /// How much better (in the values' squared units) a straight line with a step at `at` fits

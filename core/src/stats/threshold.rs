@@ -95,16 +95,44 @@ pub(crate) fn history_df(changes: usize) -> f64 {
 
 /// `k` standard deviations, with the standard deviation taken at its one-sided 90 % upper
 /// confidence bound for `df` degrees of freedom: σ̂·√(df / χ²₀.₁(df)). A long history keeps
-/// k nearly as it is (4.5 at 100 commits); ten commits give about 6, four about 8. The
+/// k nearly as it is (4.8 at 100 commits); ten commits give about 5.9, four about 9, two
+/// (one change) about 32. The
 /// threshold widens with little history but stays finite.
 pub(crate) fn upper_bound_multiplier(k: f64, df: f64) -> f64 {
     if k <= 0.0 || df > 1e6 {
         return k;
     }
     let df = df.max(1.0);
-    // Wilson-Hilferty: χ²_p(ν) ≈ ν·(1 − 2/(9ν) + z_p·√(2/(9ν)))³, here with z = −1.2816;
-    // at ν = 1 it is low, which only widens the margin.
+    k * (df / chi_square_decile(df)).sqrt()
+}
+
+/// χ² quantiles at 0.1 for 1 to 20 degrees of freedom, where short histories live.
+const CHI_SQUARE_DECILES: [f64; 20] = [
+    0.015_79, 0.210_7, 0.584_4, 1.063_6, 1.610_3, 2.204_1, 2.833_1, 3.489_5, 4.168_2, 4.865_2,
+    5.577_8, 6.303_8, 7.041_5, 7.789_5, 8.546_8, 9.312_2, 10.085_2, 10.864_9, 11.650_9, 12.442_6,
+];
+
+/// The 0.1 quantile of χ² with `df` (≥ 1) degrees of freedom: from the table for whole
+/// numbers up to 20, otherwise Wilson-Hilferty, χ²_p(ν) ≈ ν·(1 − 2/(9ν) + z_p·√(2/(9ν)))³
+/// with z = −1.2816 (within 1 % from ν = 3 on).
+fn chi_square_decile(df: f64) -> f64 {
+    if df.fract() == 0.0 && df <= 20.0 {
+        return CHI_SQUARE_DECILES[df as usize - 1];
+    }
     let a = 2.0 / (9.0 * df);
-    let cube = (1.0 - a - 1.281_551_565_545 * a.sqrt()).max(0.05);
-    k * (1.0 / cube.powi(3)).sqrt()
+    df * (1.0 - a - 1.281_551_565_545 * a.sqrt()).max(0.05).powi(3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_and_the_approximation_agree_where_they_meet() {
+        assert!((chi_square_decile(20.0) / chi_square_decile(20.000_001) - 1.0).abs() < 0.01);
+        assert!((chi_square_decile(3.0) - 0.5844).abs() < 1e-9);
+        // One change: σ could be 8 times what it looked like.
+        assert!((upper_bound_multiplier(1.0, 1.0) - 7.958).abs() < 0.01);
+        assert!((upper_bound_multiplier(4.0, 37.0) - 4.78).abs() < 0.05);
+    }
 }
