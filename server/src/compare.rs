@@ -294,6 +294,84 @@ pub fn to_csv(report: &CompareReport) -> String {
 mod tests {
     use super::*;
 
+    fn row(
+        metric: &str,
+        direction: Direction,
+        base: f64,
+        head: f64,
+        kind: VerdictKind,
+    ) -> CompareRow {
+        let mut verdict = compare(
+            &[base],
+            &[head],
+            direction,
+            &NoiseModel::unknown(),
+            &Sensitivity::default(),
+        );
+        verdict.kind = kind;
+        CompareRow {
+            benchmark: "encode/hex".into(),
+            metric: metric.into(),
+            unit: String::new(),
+            direction: direction.as_str().into(),
+            machine: "m".into(),
+            verdict,
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_each_kind_apart_and_a_slowdown_does_not_cancel_out() {
+        let repo = RepositoryRow {
+            id: 1,
+            name: "r".into(),
+            url: String::new(),
+            branch: "main".into(),
+            created_at: 0,
+            poll_seconds: None,
+            machine_labels: String::new(),
+        };
+        // A 2.4× slowdown seen as time and as throughput, one unchanged row, one undecided.
+        let rows = vec![
+            row(
+                "time",
+                Direction::Lower,
+                100.0,
+                240.0,
+                VerdictKind::Regression,
+            ),
+            row(
+                "throughput",
+                Direction::Higher,
+                10.0,
+                10.0 / 2.4,
+                VerdictKind::Regression,
+            ),
+            row("time2", Direction::Lower, 50.0, 50.0, VerdictKind::NoChange),
+            row(
+                "time3",
+                Direction::Lower,
+                50.0,
+                80.0,
+                VerdictKind::Inconclusive,
+            ),
+        ];
+        let report = summarise(&repo, "a".into(), "b".into(), "parent".into(), rows);
+        assert_eq!(
+            (
+                report.regressed,
+                report.improved,
+                report.unchanged,
+                report.inconclusive
+            ),
+            (2, 0, 1, 1)
+        );
+        let expected = (2.4f64 * 2.4 * 1.0 * 1.6).powf(0.25);
+        assert!(
+            (report.geomean_ratio.unwrap() - expected).abs() < 1e-9,
+            "{report:?}"
+        );
+    }
+
     #[test]
     fn baselines_parse_from_their_spelling() {
         assert_eq!(Baseline::parse(None), Baseline::Parent);

@@ -121,7 +121,11 @@ pub fn evaluate() -> (f64, f64) {
             case.name(),
             cells.join(" | "),
             hits as f64 / total as f64,
-            if case == Case::LargeStep { " (5–8)" } else { "" }
+            if case == Case::LargeStep {
+                " (5–8)"
+            } else {
+                ""
+            }
         );
         match case {
             Case::LargeStep => large = (hits, total),

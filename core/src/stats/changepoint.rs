@@ -229,9 +229,20 @@ impl Confirmation<'_> {
         let after = median_in_place(&mut right.to_vec());
         let delta = (after - before).clamp(-f64::MAX, f64::MAX);
         let change_pct = PercentBase::new(before, after).percent(delta);
+        // Measured on the standardized values with short excursions suppressed, so that a
+        // few wild values under load do not pass for autocorrelation.
+        let (smooth_left, smooth_right) = (
+            &self.standardized[left_start..at],
+            &self.standardized[at..right_end],
+        );
         let p_value = for_autocorrelation(
             mann_whitney(right, left).p_value,
-            lag_one_correlation(left, before, right, after),
+            lag_one_correlation(
+                smooth_left,
+                median(smooth_left),
+                smooth_right,
+                median(smooth_right),
+            ),
         );
         // Judged between the neighbours, however far: a drift between two long flat
         // stretches is a step at that scale, a trend that never settles is not.
@@ -316,11 +327,34 @@ fn step_beats_line(values: &[f64], at: usize) -> f64 {
         product += (y - y_mean - slope * dx) * z_perp;
         norm += z_perp * z_perp;
     }
-    if norm > 0.0 {
-        product * product / norm
+    if norm <= 0.0 {
+        return 0.0;
+    }
+    let improvement = product * product / norm;
+    // Residuals that still follow each other (a seasonal swing, a wandering level) carry
+    // less information than as many independent values: the improvement shrinks by the
+    // AR(1) share (1 − ρ)/(1 + ρ) of their lag-1 autocorrelation ρ.
+    let beta = product / norm;
+    let residual = |i: usize| {
+        let dx = i as f64 - x_mean;
+        let z = if i >= at { 1.0 } else { 0.0 };
+        values[i] - y_mean - slope * dx - beta * (z - z_mean - z_slope * dx)
+    };
+    let (mut lagged, mut squares) = (0.0, 0.0);
+    let mut previous = residual(0);
+    squares += previous * previous;
+    for i in 1..n {
+        let r = residual(i);
+        lagged += previous * r;
+        squares += r * r;
+        previous = r;
+    }
+    let rho = if squares > 0.0 {
+        (lagged / squares).clamp(0.0, 0.99)
     } else {
         0.0
-    }
+    };
+    improvement * (1.0 - rho) / (1.0 + rho)
 }
 
 #[cfg(test)]
