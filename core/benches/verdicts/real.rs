@@ -137,7 +137,7 @@ fn series() -> Vec<(String, RealSeries, Direction)> {
                 .chain(
                     commits
                         .windows(2)
-                        .map(|w| label(&runs, &truth_load, bench, &w[0].0, &w[1].0, higher)),
+                        .map(|w| label(&runs, truth_load, bench, &w[0].0, &w[1].0, higher)),
                 )
                 .collect();
             let direction = if higher {
@@ -276,16 +276,6 @@ pub fn evaluate() -> (f64, f64, bool) {
             slow.is_some_and(|i| found.iter().any(|d| d.position == i && d.rise))
         };
         let replayed = replayed_analysis(&real.observations);
-        if std::env::var_os("KYMO_REAL_DEBUG").is_some() {
-            let values: Vec<f64> = real.observations.iter().map(|o| o.value.round()).collect();
-            eprintln!(
-                "{name}: {:?}\n  {values:?}",
-                replayed
-                    .iter()
-                    .map(|d| (d.position, d.rise))
-                    .collect::<Vec<_>>()
-            );
-        }
         let analysis = at(&replayed);
         let at_once = at(&Method::KymoPerCommit.detect(&real.observations));
         println!(

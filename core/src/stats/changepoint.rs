@@ -229,20 +229,9 @@ impl Confirmation<'_> {
         let after = median_in_place(&mut right.to_vec());
         let delta = (after - before).clamp(-f64::MAX, f64::MAX);
         let change_pct = PercentBase::new(before, after).percent(delta);
-        // Measured on the standardized values with short excursions suppressed, so that a
-        // few wild values under load do not pass for autocorrelation.
-        let (smooth_left, smooth_right) = (
-            &self.standardized[left_start..at],
-            &self.standardized[at..right_end],
-        );
         let p_value = for_autocorrelation(
             mann_whitney(right, left).p_value,
-            lag_one_correlation(
-                smooth_left,
-                median(smooth_left),
-                smooth_right,
-                median(smooth_right),
-            ),
+            lag_one_correlation(left, right),
         );
         // Judged between the neighbours, however far: a drift between two long flat
         // stretches is a step at that scale, a trend that never settles is not.
@@ -263,19 +252,31 @@ impl Confirmation<'_> {
     }
 }
 
-/// The lag-1 autocorrelation of the values around their side's median (`before` on the
-/// left, `after` on the right), pairs taken within each side. Noise is about 0; a seasonal
-/// swing, a random-walk drift or a trend leaves it well above.
-fn lag_one_correlation(left: &[f64], before: f64, right: &[f64], after: f64) -> f64 {
+/// The lag-1 autocorrelation of the ranks of the values within each side, pairs taken within
+/// each side. Ranks, so that a few wild values under load do not pass for autocorrelation.
+/// Noise is about 0; a seasonal swing, a random-walk drift or a trend leaves it well above.
+fn lag_one_correlation(left: &[f64], right: &[f64]) -> f64 {
     let (mut product, mut square) = (0.0, 0.0);
-    for (side, center) in [(left, before), (right, after)] {
-        let scale = side.iter().fold(0.0, |m: f64, v| m.max((v - center).abs()));
-        if scale == 0.0 || !scale.is_finite() {
-            continue;
+    for side in [left, right] {
+        let mut order: Vec<usize> = (0..side.len()).collect();
+        order.sort_by(|&a, &b| side[a].total_cmp(&side[b]));
+        let center = (side.len() as f64 - 1.0) / 2.0;
+        // Tied values share their mean rank, so a constant side has none to correlate.
+        let mut ranks = vec![0.0; side.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start + 1;
+            while end < order.len() && side[order[end]] == side[order[start]] {
+                end += 1;
+            }
+            let mean_rank = (start + end - 1) as f64 / 2.0 - center;
+            for &i in &order[start..end] {
+                ranks[i] = mean_rank;
+            }
+            start = end;
         }
-        let residuals: Vec<f64> = side.iter().map(|v| (v - center) / scale).collect();
-        product += residuals.windows(2).map(|w| w[0] * w[1]).sum::<f64>();
-        square += residuals.iter().map(|r| r * r).sum::<f64>();
+        product += ranks.windows(2).map(|w| w[0] * w[1]).sum::<f64>();
+        square += ranks.iter().map(|r| r * r).sum::<f64>();
     }
     if square > 0.0 { product / square } else { 0.0 }
 }
@@ -285,7 +286,7 @@ fn lag_one_correlation(left: &[f64], before: f64, right: &[f64], after: f64) -> 
 /// √((1 − ρ)/(1 + ρ)), the square root of the effective share of independent values. Ranks
 /// of a seasonal or drifting series look far more certain than they are.
 fn for_autocorrelation(p_value: f64, rho: f64) -> f64 {
-    if !(rho > 0.0) || p_value >= 1.0 {
+    if rho.is_nan() || rho <= 0.0 || p_value >= 1.0 {
         return p_value;
     }
     let rho = rho.min(0.99);

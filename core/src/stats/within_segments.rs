@@ -85,7 +85,7 @@ fn own_steps(levels: &[f64], changes: &[f64]) -> Vec<bool> {
     (0..changes.len())
         .map(|i| {
             let size = (changes[i] - center).abs();
-            if sd == 0.0 || !(size > STEP_SDS * sd) {
+            if sd == 0.0 || size.is_nan() || size <= STEP_SDS * sd {
                 return false;
             }
             let before = median(&levels[(i + 1).saturating_sub(PERSISTENCE)..=i]);
