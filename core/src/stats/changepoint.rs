@@ -6,10 +6,12 @@
 //! 3. Seeded binary segmentation proposes candidates whose CUSUM statistic clears the
 //!    threshold implied by `change_point_alpha` (see [`super::segmentation`]).
 //! 4. Each candidate is moved to the best split between its neighbours, then confirmed by a
-//!    Mann-Whitney test between the commits on either side (at most `window` each) and by the
-//!    minimum effect. The weakest failing candidate is dropped and its neighbours re-examined
-//!    until all pass (bottom-up merging), so a slow drift summed over several commits
-//!    still shows up as one or more confirmed steps while noise does not.
+//!    Mann-Whitney test between the commits on either side (at most `window` each), its
+//!    z-score shrunk for the values' lag-1 autocorrelation, by the minimum effect, and by
+//!    steppiness: a line with a step must fit clearly better than the line alone, so that a
+//!    smooth trend is no run of steps. The weakest failing candidate is dropped and its neighbours re-examined
+//!    until all pass (bottom-up merging), so a slow drift between two flat stretches shows
+//!    up as one change while noise and smooth trends do not.
 //!
 //! The rank test is exact for any noise distribution, which keeps false alarms rare on
 //! bimodal or skewed series where a normal model would be too confident.
