@@ -254,32 +254,22 @@ async fn a_fifty_percent_step_after_five_quiet_commits_is_a_regression_on_both_p
 
     // The commit page shows the compare page's number (the median of samples, not the
     // harness's estimate), coloured as a regression.
-    let (status, page) = app
-        .request(
-            "GET",
-            &format!("/repos/r/commits/{}", shas[5]),
-            Body::empty(),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let page = page.as_str().unwrap();
+    let page = html(&app, &format!("/repos/r/commits/{}", shas[5])).await;
     assert!(
         page.contains(&format!("num worse\">{change}")),
         "{change} not on {page}"
     );
-    let (_, compare_page) = app
-        .request(
-            "GET",
-            &format!("/repos/r/compare/{}", shas[5]),
-            Body::empty(),
-            None,
-        )
-        .await;
-    let compare_page = compare_page.as_str().unwrap();
+    let compare_page = html(&app, &format!("/repos/r/compare/{}", shas[5])).await;
     assert!(compare_page.contains(&change), "{compare_page}");
     assert!(
         compare_page.contains("0 unchanged, 0 inconclusive"),
         "{compare_page}"
     );
+}
+
+/// The HTML of the page at `path`, which must answer 200.
+async fn html(app: &TestApp, path: &str) -> String {
+    let (status, page) = app.request("GET", path, Body::empty(), None).await;
+    assert_eq!(status, StatusCode::OK, "{path}");
+    page.as_str().unwrap().to_owned()
 }
