@@ -37,8 +37,14 @@ pub struct CompareReport {
     pub rows: Vec<CompareRow>,
     pub regressed: usize,
     pub improved: usize,
+    /// Rows whose verdict is `no_change`.
     pub unchanged: usize,
-    /// Geometric mean of head/base over rows with positive values on both sides.
+    /// Rows the data could not decide (no history yet, or a large change that is not
+    /// significant): counted apart from `unchanged`, because nobody knows they did not change.
+    pub inconclusive: usize,
+    /// Geometric mean over rows with positive values on both sides of head/base for
+    /// lower-is-better metrics and base/head for higher-is-better ones: above 1 is worse, so
+    /// a slowdown and the matching fall in throughput add up instead of cancelling.
     pub geomean_ratio: Option<f64>,
 }
 
@@ -218,7 +224,13 @@ pub fn summarise(
     let ratios: Vec<f64> = rows
         .iter()
         .filter(|r| r.verdict.baseline > 0.0 && r.verdict.value > 0.0)
-        .map(|r| (r.verdict.value / r.verdict.baseline).ln())
+        .map(|r| {
+            let ratio = (r.verdict.value / r.verdict.baseline).ln();
+            match Direction::parse(&r.direction) {
+                Some(Direction::Higher) => -ratio,
+                _ => ratio,
+            }
+        })
         .collect();
     let geomean_ratio =
         (!ratios.is_empty()).then(|| (ratios.iter().sum::<f64>() / ratios.len() as f64).exp());
@@ -226,7 +238,8 @@ pub fn summarise(
         repository: repo.name.clone(),
         regressed: count(VerdictKind::Regression),
         improved: count(VerdictKind::Improvement),
-        unchanged: rows.len() - count(VerdictKind::Regression) - count(VerdictKind::Improvement),
+        unchanged: count(VerdictKind::NoChange),
+        inconclusive: count(VerdictKind::Inconclusive),
         base,
         head,
         baseline,
@@ -280,6 +293,84 @@ pub fn to_csv(report: &CompareReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(
+        metric: &str,
+        direction: Direction,
+        base: f64,
+        head: f64,
+        kind: VerdictKind,
+    ) -> CompareRow {
+        let mut verdict = compare(
+            &[base],
+            &[head],
+            direction,
+            &NoiseModel::unknown(),
+            &Sensitivity::default(),
+        );
+        verdict.kind = kind;
+        CompareRow {
+            benchmark: "encode/hex".into(),
+            metric: metric.into(),
+            unit: String::new(),
+            direction: direction.as_str().into(),
+            machine: "m".into(),
+            verdict,
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_each_kind_apart_and_a_slowdown_does_not_cancel_out() {
+        let repo = RepositoryRow {
+            id: 1,
+            name: "r".into(),
+            url: String::new(),
+            branch: "main".into(),
+            created_at: 0,
+            poll_seconds: None,
+            machine_labels: String::new(),
+        };
+        // A 2.4× slowdown seen as time and as throughput, one unchanged row, one undecided.
+        let rows = vec![
+            row(
+                "time",
+                Direction::Lower,
+                100.0,
+                240.0,
+                VerdictKind::Regression,
+            ),
+            row(
+                "throughput",
+                Direction::Higher,
+                10.0,
+                10.0 / 2.4,
+                VerdictKind::Regression,
+            ),
+            row("time2", Direction::Lower, 50.0, 50.0, VerdictKind::NoChange),
+            row(
+                "time3",
+                Direction::Lower,
+                50.0,
+                80.0,
+                VerdictKind::Inconclusive,
+            ),
+        ];
+        let report = summarise(&repo, "a".into(), "b".into(), "parent".into(), rows);
+        assert_eq!(
+            (
+                report.regressed,
+                report.improved,
+                report.unchanged,
+                report.inconclusive
+            ),
+            (2, 0, 1, 1)
+        );
+        let expected = (2.4f64 * 2.4 * 1.0 * 1.6).powf(0.25);
+        assert!(
+            (report.geomean_ratio.unwrap() - expected).abs() < 1e-9,
+            "{report:?}"
+        );
+    }
 
     #[test]
     fn baselines_parse_from_their_spelling() {

@@ -98,6 +98,12 @@ pub struct Recipe {
     pub bimodal: bool,
     /// Samples per commit vary from 1 to 30 within the series.
     pub varied_samples: bool,
+    /// A smooth trend: the level moves 20–100 % up or down over the whole series.
+    pub trend: bool,
+    /// A seasonal swing: a sinusoid of period 20–120 commits and amplitude 0.5–2 σ.
+    pub season: bool,
+    /// A level that drifts as a random walk (steps of 0.05–0.15 σ per commit).
+    pub walk: bool,
 }
 
 pub const LEN: usize = 500;
@@ -190,6 +196,7 @@ pub fn generate(rng: &mut Rng, recipe: &Recipe) -> Labeled {
         }
     }
     events.sort_by_key(|e| e.start);
+    smooth_movements(rng, recipe, sigma, &mut factor);
 
     let observations = (0..LEN)
         .map(|i| {
@@ -225,5 +232,31 @@ pub fn generate(rng: &mut Rng, recipe: &Recipe) -> Labeled {
     Labeled {
         observations,
         events,
+    }
+}
+
+/// The movements that are no change point: a trend, a seasonal swing, a random-walk drift.
+fn smooth_movements(rng: &mut Rng, recipe: &Recipe, sigma: f64, factor: &mut [f64]) {
+    if recipe.trend {
+        let total = rng.range(0.2, 1.0) * if rng.coin(0.5) { 1.0 } else { -0.5 };
+        for (i, f) in factor.iter_mut().enumerate() {
+            *f *= 1.0 + total * i as f64 / LEN as f64;
+        }
+    }
+    if recipe.season {
+        let period = rng.range(20.0, 120.0);
+        let amplitude = rng.range(0.5, 2.0) * sigma;
+        let phase = rng.range(0.0, std::f64::consts::TAU);
+        for (i, f) in factor.iter_mut().enumerate() {
+            *f *= 1.0 + amplitude * (std::f64::consts::TAU * i as f64 / period + phase).sin();
+        }
+    }
+    if recipe.walk {
+        let step = rng.range(0.05, 0.15) * sigma;
+        let mut level: f64 = 0.0;
+        for f in factor.iter_mut() {
+            level += step * rng.normal();
+            *f *= level.exp();
+        }
     }
 }

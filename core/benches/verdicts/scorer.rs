@@ -22,6 +22,9 @@ pub struct Tally {
     pub commits: usize,
     /// For each step found: commits after it that the method needed before reporting it.
     pub delays: Vec<usize>,
+    /// Sum over series of TCPD's F1 (see `tcpd`), and the number of series.
+    pub tcpd_sum: f64,
+    pub series: usize,
 }
 
 impl Tally {
@@ -31,6 +34,13 @@ impl Tally {
         self.missed += other.missed;
         self.commits += other.commits;
         self.delays.extend_from_slice(&other.delays);
+        self.tcpd_sum += other.tcpd_sum;
+        self.series += other.series;
+    }
+
+    /// TCPD's F1 averaged over the series.
+    pub fn tcpd(&self) -> Option<f64> {
+        (self.series > 0).then(|| self.tcpd_sum / self.series as f64)
     }
 
     pub fn precision(&self) -> Option<f64> {

@@ -6,10 +6,12 @@
 //! 3. Seeded binary segmentation proposes candidates whose CUSUM statistic clears the
 //!    threshold implied by `change_point_alpha` (see [`super::segmentation`]).
 //! 4. Each candidate is moved to the best split between its neighbours, then confirmed by a
-//!    Mann-Whitney test between the commits on either side (at most `window` each) and by the
-//!    minimum effect. The weakest failing candidate is dropped and its neighbours re-examined
-//!    until all pass (bottom-up merging), so a slow drift summed over several commits
-//!    still shows up as one or more confirmed steps while noise does not.
+//!    Mann-Whitney test between the commits on either side (at most `window` each), its
+//!    z-score shrunk for the values' lag-1 autocorrelation, by the minimum effect, and by
+//!    steppiness: a line with a step must fit clearly better than the line alone, so that a
+//!    smooth trend is no run of steps. The weakest failing candidate is dropped and its neighbours re-examined
+//!    until all pass (bottom-up merging), so a slow drift between two flat stretches shows
+//!    up as one change while noise and smooth trends do not.
 //!
 //! The rank test is exact for any noise distribution, which keeps false alarms rare on
 //! bimodal or skewed series where a normal model would be too confident.
@@ -18,7 +20,7 @@ use serde::Serialize;
 
 use crate::model::Direction;
 
-use super::distribution::normal_quantile;
+use super::distribution::{normal_quantile, normal_sf};
 use super::mann_whitney::{mann_whitney, shift_interval};
 use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median, median_in_place};
@@ -107,6 +109,8 @@ pub fn detect_change_points(
 
     let confirm = Confirmation {
         values: &values,
+        standardized: &filtered,
+        steppiness: threshold * threshold,
         settings: &s,
     };
     let mut evidence: Vec<Option<Evidence>> = vec![None; splits.len()];
@@ -204,6 +208,10 @@ struct Evidence {
 
 struct Confirmation<'a> {
     values: &'a [f64],
+    /// The values in units of their noise, short excursions suppressed.
+    standardized: &'a [f64],
+    /// How much better (in squared noise units) a step must fit than a straight line.
+    steppiness: f64,
     settings: &'a Sensitivity,
 }
 
@@ -223,9 +231,18 @@ impl Confirmation<'_> {
         let after = median_in_place(&mut right.to_vec());
         let delta = (after - before).clamp(-f64::MAX, f64::MAX);
         let change_pct = PercentBase::new(before, after).percent(delta);
-        let p_value = mann_whitney(right, left).p_value;
-        let confirmed =
-            delta != 0.0 && p_value < s.change_point_alpha && change_pct.abs() >= s.min_effect_pct;
+        let p_value = for_autocorrelation(
+            mann_whitney(right, left).p_value,
+            lag_one_correlation(left, right),
+        );
+        // Judged between the neighbours, however far: a drift between two long flat
+        // stretches is a step at that scale, a trend that never settles is not.
+        let steppy =
+            step_beats_line(&self.standardized[previous..next], at - previous) > self.steppiness;
+        let confirmed = delta != 0.0
+            && p_value < s.change_point_alpha
+            && change_pct.abs() >= s.min_effect_pct
+            && steppy;
         Evidence {
             before,
             after,
@@ -235,6 +252,112 @@ impl Confirmation<'_> {
             confirmed,
         }
     }
+}
+
+/// The lag-1 autocorrelation of the ranks of the values within each side, pairs taken within
+/// each side. Ranks, so that a few wild values under load do not pass for autocorrelation.
+/// Noise is about 0; a seasonal swing, a random-walk drift or a trend leaves it well above.
+fn lag_one_correlation(left: &[f64], right: &[f64]) -> f64 {
+    let (mut product, mut square) = (0.0, 0.0);
+    for side in [left, right] {
+        let mut order: Vec<usize> = (0..side.len()).collect();
+        order.sort_by(|&a, &b| side[a].total_cmp(&side[b]));
+        let center = (side.len() as f64 - 1.0) / 2.0;
+        // Tied values share their mean rank, so a constant side has none to correlate.
+        let mut ranks = vec![0.0; side.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start + 1;
+            while end < order.len() && side[order[end]] == side[order[start]] {
+                end += 1;
+            }
+            let mean_rank = (start + end - 1) as f64 / 2.0 - center;
+            for &i in &order[start..end] {
+                ranks[i] = mean_rank;
+            }
+            start = end;
+        }
+        product += ranks.windows(2).map(|w| w[0] * w[1]).sum::<f64>();
+        square += ranks.iter().map(|r| r * r).sum::<f64>();
+    }
+    if square > 0.0 { product / square } else { 0.0 }
+}
+
+/// A two-sided p-value of a test that assumed independent values, corrected for a positive
+/// lag-1 autocorrelation `rho` as for an AR(1) series: its z-score shrinks by
+/// √((1 − ρ)/(1 + ρ)), the square root of the effective share of independent values. Ranks
+/// of a seasonal or drifting series look far more certain than they are.
+fn for_autocorrelation(p_value: f64, rho: f64) -> f64 {
+    if rho.is_nan() || rho <= 0.0 || p_value >= 1.0 {
+        return p_value;
+    }
+    let rho = rho.min(0.99);
+    let z = -normal_quantile(p_value / 2.0);
+    if !z.is_finite() {
+        return p_value;
+    }
+    (2.0 * normal_sf(z * ((1.0 - rho) / (1.0 + rho)).sqrt())).min(1.0)
+}
+
+/// How much better (in the values' squared units) a straight line with a step at `at` fits
+/// `values` than the straight line alone. A slow drift or a smooth trend is fitted by the
+/// line about as well, so its candidates are dropped and the neighbours re-examined: a trend
+/// that never settles is no change point, a drift between two flat stretches is still one
+/// change between them, and a step on a trend is still a step.
+fn step_beats_line(values: &[f64], at: usize) -> f64 {
+    let n = values.len();
+    if at == 0 || at >= n {
+        return 0.0;
+    }
+    let x_mean = (n - 1) as f64 / 2.0;
+    let y_mean = values.iter().sum::<f64>() / n as f64;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, y) in values.iter().enumerate() {
+        let dx = i as f64 - x_mean;
+        sxy += dx * (y - y_mean);
+        sxx += dx * dx;
+    }
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    // The step's indicator, with what the line explains of it taken out; the line's
+    // residuals are orthogonal to the line, so their product with it is their sum past `at`.
+    let z_mean = (n - at) as f64 / n as f64;
+    let z_slope = (at..n).map(|i| i as f64 - x_mean).sum::<f64>() / sxx.max(f64::MIN_POSITIVE);
+    let (mut product, mut norm) = (0.0, 0.0);
+    for (i, y) in values.iter().enumerate() {
+        let dx = i as f64 - x_mean;
+        let z = if i >= at { 1.0 } else { 0.0 };
+        let z_perp = z - z_mean - z_slope * dx;
+        product += (y - y_mean - slope * dx) * z_perp;
+        norm += z_perp * z_perp;
+    }
+    if norm <= 0.0 {
+        return 0.0;
+    }
+    let improvement = product * product / norm;
+    // Residuals that still follow each other (a seasonal swing, a wandering level) carry
+    // less information than as many independent values: the improvement shrinks by the
+    // AR(1) share (1 − ρ)/(1 + ρ) of their lag-1 autocorrelation ρ.
+    let beta = product / norm;
+    let residual = |i: usize| {
+        let dx = i as f64 - x_mean;
+        let z = if i >= at { 1.0 } else { 0.0 };
+        values[i] - y_mean - slope * dx - beta * (z - z_mean - z_slope * dx)
+    };
+    let (mut lagged, mut squares) = (0.0, 0.0);
+    let mut previous = residual(0);
+    squares += previous * previous;
+    for i in 1..n {
+        let r = residual(i);
+        lagged += previous * r;
+        squares += r * r;
+        previous = r;
+    }
+    let rho = if squares > 0.0 {
+        (lagged / squares).clamp(0.0, 0.99)
+    } else {
+        0.0
+    };
+    improvement * (1.0 - rho) / (1.0 + rho)
 }
 
 #[cfg(test)]

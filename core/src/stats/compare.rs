@@ -3,25 +3,27 @@
 //!
 //! A change is reported only when it is both significant and large: significant by a
 //! Mann-Whitney test when both sides have samples (or against the series' commit-to-commit
-//! noise when a side has a single value), and larger than max(min_effect_pct,
-//! noise_multiplier × commit-to-commit noise). The second condition is what samples from a
-//! single run cannot provide: two runs of the same code differ by more than the samples
-//! within one run suggest, so a significant 1 % shift on a series that moves 2 % from
-//! commit to commit is not evidence of a regression. For the same reason a series without
-//! a noise history (fewer than [`MIN_HISTORY_CHANGES`](super::MIN_HISTORY_CHANGES)
-//! commit-to-commit changes) gets
-//! `Inconclusive`, never a regression, for a large significant shift.
+//! noise when a side has few), and larger than min_effect_pct and than noise_multiplier ×
+//! every honest estimate of how much two runs of the same code differ, each at its 90 %
+//! upper confidence bound: the history's commit-to-commit noise (measured within its
+//! segments) and, while the history is short, √2 × the samples' within-run spread. Between
+//! positive values sizes are compared on the logarithmic scale, so that a slowdown and the
+//! matching fall in throughput get the same verdict. A series without any history (no two
+//! runs of the same code yet) gets `Inconclusive`, never a regression, for a large shift;
+//! from one commit-to-commit change on, a change large against its (wide) margin is called.
 
 use std::cell::RefCell;
 
 use crate::model::Direction;
 
-use super::distribution::{normal_cdf, students_t_quantile, students_t_sf};
+use super::distribution::{students_t_quantile, students_t_sf};
 use super::mann_whitney::{mann_whitney, shift_interval};
 use super::noise::{NoiseModel, within_run_sd};
 use super::robust::{PercentBase, median};
 use super::sensitivity::Sensitivity;
+use super::threshold::{Scale, explain, history_df, upper_bound_multiplier};
 use super::verdict::{Verdict, VerdictKind};
+use super::within_segments::YOUNG_CHANGES;
 
 /// Fewest samples on each side for the rank test to take precedence over history: five
 /// against five is the smallest design whose exact p-value can go below 0.01.
@@ -57,6 +59,7 @@ pub fn compare(
         base_samples: base.len(),
         head_samples: head.len(),
         method: "no-data",
+        note: String::new(),
     };
     if base.is_empty() || head.is_empty() {
         return verdict;
@@ -68,20 +71,28 @@ pub fn compare(
         .between_commit_sd_at(baseline)
         .map(|sd| NoiseEstimate {
             sd,
-            df: effective_df(noise.changes),
+            df: history_df(noise.changes),
         });
-    let samples_estimate =
-        (base.len() >= 2 && head.len() >= 2).then(|| run_to_run_from_samples(&base, &head));
-    if let Some(estimate) = history {
-        verdict.noise_pct = reference.percent(estimate.sd).abs();
-        verdict.threshold_pct = s
-            .min_effect_pct
-            .max(widened(s.noise_multiplier, estimate.df) * verdict.noise_pct)
-            .min(f64::MAX);
-    } else if let Some(estimate) = samples_estimate {
-        // Shown as evidence only: without history the floor is the only threshold.
-        verdict.noise_pct = reference.percent(estimate.sd).abs();
+    let young = noise.changes < YOUNG_CHANGES;
+    let samples_estimate = (base.len() >= 2 && head.len() >= 2 && (young || history.is_none()))
+        .then(|| run_to_run_from_samples(&base, &head));
+    // The change must be large against every honest estimate of how much two runs of the
+    // same code differ: the history's (when there is one) and, while the history is short,
+    // the samples' too. Each is taken at its upper confidence bound.
+    let scale = Scale::new(baseline, value);
+    let mut threshold = scale.floor(s.min_effect_pct);
+    let mut widest = f64::NEG_INFINITY;
+    for estimate in [history, samples_estimate].into_iter().flatten() {
+        let k = upper_bound_multiplier(s.noise_multiplier, estimate.df);
+        let margin = scale.margin(k * estimate.sd);
+        if margin > widest {
+            widest = margin;
+            verdict.noise_pct = reference.percent(estimate.sd).abs();
+        }
+        threshold = threshold.max(margin);
     }
+    verdict.threshold_pct = scale.threshold_pct(threshold, delta);
+    verdict.note = explain(noise, history.is_some(), samples_estimate.is_some());
 
     let both_sampled = base.len() >= MIN_RANK_SAMPLES && head.len() >= MIN_RANK_SAMPLES;
     if both_sampled || (history.is_none() && samples_estimate.is_some()) {
@@ -111,7 +122,7 @@ pub fn compare(
         verdict.method = "effect-only";
     }
 
-    let large = delta != 0.0 && verdict.change_pct.abs() >= verdict.threshold_pct;
+    let large = delta != 0.0 && scale.size(delta) >= threshold;
     verdict.kind = match verdict.p_value {
         _ if !large => VerdictKind::NoChange,
         // Samples of one run cannot show how much runs differ; until the history can, a
@@ -129,27 +140,6 @@ pub fn compare(
 struct NoiseEstimate {
     sd: f64,
     df: f64,
-}
-
-/// Effective degrees of freedom of a robust spread measured from `changes` differences: a
-/// median-based estimate is about as precise as a standard deviation from 37 % as many
-/// normal values.
-fn effective_df(changes: usize) -> f64 {
-    (0.37 * changes as f64).max(1.0)
-}
-
-/// `k` (a number of standard deviations) turned into the t quantile with the same tail
-/// probability, so that a noise level estimated from a short history gets a wider margin.
-fn widened(k: f64, df: f64) -> f64 {
-    if k <= 0.0 || df > 1e6 {
-        return k;
-    }
-    let widened = t_quantile(normal_cdf(k), df);
-    if widened.is_finite() {
-        widened
-    } else {
-        f64::MAX
-    }
 }
 
 /// How many t quantiles each thread remembers.
@@ -369,17 +359,33 @@ mod tests {
     }
 
     #[test]
-    fn short_histories_get_wider_thresholds() {
+    fn short_histories_get_wider_but_finite_thresholds() {
         let mut rng = Rng::new(5);
         let long = noise_model(&noisy(&mut rng, 200, 100.0, 0.01));
         let short = noise_model(&noisy(&mut rng, 12, 100.0, 0.01));
         let s = Sensitivity::default();
         let at_long = compare(&[100.0], &[110.0], Direction::Lower, &long, &s);
         let at_short = compare(&[100.0], &[110.0], Direction::Lower, &short, &s);
-        let k_long = at_long.threshold_pct / at_long.noise_pct;
-        let k_short = at_short.threshold_pct / at_short.noise_pct;
-        assert!(k_long > 4.0 && k_long < 4.4, "{at_long:?}");
-        assert!(k_short > 2.0 * k_long, "{at_short:?}");
+        // The threshold is exp(k·noise) − 1 on the ratio scale.
+        let k = |v: &Verdict| (1.0 + v.threshold_pct / 100.0).ln() / (v.noise_pct / 100.0);
+        let (k_long, k_short) = (k(&at_long), k(&at_short));
+        assert!(k_long > 4.2 && k_long < 4.8, "{k_long} {at_long:?}");
+        assert!(
+            k_short > 1.1 * k_long && k_short < 3.0 * k_long,
+            "{k_short} {at_short:?}"
+        );
+        assert!(
+            at_short.note.starts_with("short history (11 "),
+            "{at_short:?}"
+        );
+        assert!(at_long.note.is_empty());
+        // The margin widens as the history shrinks, and never without bound.
+        let ks: Vec<f64> = [1.0, 2.0, 4.0, 9.0, 37.0, 1e7]
+            .iter()
+            .map(|&df| upper_bound_multiplier(4.0, df))
+            .collect();
+        assert!(ks.windows(2).all(|w| w[0] > w[1]), "{ks:?}");
+        assert!(ks[0] < 60.0 && (ks[5] - 4.0).abs() < 1e-9, "{ks:?}");
     }
 
     #[test]

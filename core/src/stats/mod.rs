@@ -27,6 +27,8 @@ pub mod bisect;
 mod changepoint;
 mod compare;
 pub mod distribution;
+#[cfg(test)]
+mod issue_cases;
 mod mann_whitney;
 mod noise;
 mod noise_window;
@@ -38,7 +40,9 @@ mod sensitivity;
 #[cfg(test)]
 mod synthetic;
 mod tail;
+mod threshold;
 mod verdict;
+mod within_segments;
 
 pub use crate::model::Direction;
 pub use changepoint::{ChangePoint, detect_change_points};
@@ -48,3 +52,4 @@ pub use noise_window::{NOISE_HISTORY, NoiseWindow, noise_of_values, noise_window
 pub use sensitivity::{Sensitivity, SensitivityError, SensitivityOverrides};
 pub use tail::detect_tail_change;
 pub use verdict::{Verdict, VerdictKind};
+pub use within_segments::YOUNG_CHANGES;

@@ -9,9 +9,13 @@
 use serde::Serialize;
 
 use super::robust::{MAD_TO_SD, mad_in_place, median, median_in_place, sample_sd};
+use super::within_segments::segment_spread;
 
-/// Fewest commit-to-commit changes from which the between-commit spread is trusted.
-pub const MIN_HISTORY_CHANGES: usize = 8;
+/// Fewest commit-to-commit changes (within segments) from which the between-commit spread is
+/// used at all: one change is two runs of the same code. How little such a short history
+/// says is accounted for by the verdict's threshold, which uses the spread's upper
+/// confidence bound.
+pub const MIN_HISTORY_CHANGES: usize = 1;
 
 /// One commit of a series, in first-parent history order (oldest first).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,18 +54,21 @@ impl CommitObservation {
 pub struct NoiseModel {
     /// Typical magnitude of the series (median of |value|), the reference for percentages.
     pub level: f64,
-    /// Robust standard deviation of the change from one commit to the next, in the metric's
-    /// unit, from the consecutive differences: the larger of two normal-matched estimates,
-    /// one at the median of their absolute deviations (1.4826 × MAD) and one at the 90th
-    /// percentile, so that bimodal or heavy-tailed noise is not underestimated. Steps and
-    /// spikes touch only a few differences, so they barely move it.
+    /// Standard deviation of the change from one commit to the next, in the metric's unit
+    /// at `level`, measured within the series' segments (its own steps left out, see
+    /// `within_segments`) and, for positive series, in relative terms so that the spread of
+    /// an old level does not leak into a new one. Short histories (fewer than
+    /// [`YOUNG_CHANGES`](super::YOUNG_CHANGES) changes) use the root mean square of the
+    /// changes; longer ones the larger of two normal-matched robust estimates, one at the
+    /// median of their absolute deviations (1.4826 × MAD) and one at the 90th percentile, so
+    /// that bimodal or heavy-tailed noise is not underestimated.
     pub between_commit_sd: f64,
     /// `between_commit_sd` as a percentage of `level` (0 when the level is 0).
     pub between_commit_pct: f64,
     /// Median coefficient of variation of the samples within one run, in percent; `None`
     /// when no commit has two or more samples.
     pub within_run_cv_pct: Option<f64>,
-    /// Number of commit-to-commit changes measured.
+    /// Number of commit-to-commit changes measured (within segments).
     pub changes: usize,
     /// Median number of samples per commit (0 without samples).
     pub samples_per_commit: usize,
@@ -123,9 +130,12 @@ pub fn noise_model(series: &[CommitObservation]) -> NoiseModel {
         .collect();
     let mut magnitudes: Vec<f64> = values.iter().map(|v| v.abs()).collect();
     let level = median_in_place(&mut magnitudes);
-    // Halved differences cannot overflow, whatever the magnitudes.
-    let mut half_changes: Vec<f64> = values.windows(2).map(|w| w[1] / 2.0 - w[0] / 2.0).collect();
-    let between_commit_sd = (2.0 * tail_matched_sd(&mut half_changes)).min(f64::MAX);
+    let spread = segment_spread(&values);
+    let between_commit_sd = if spread.relative {
+        (spread.sd * level).min(f64::MAX)
+    } else {
+        spread.sd
+    };
 
     let mut within_cvs = Vec::new();
     let mut sample_counts = Vec::with_capacity(series.len());
@@ -147,7 +157,9 @@ pub fn noise_model(series: &[CommitObservation]) -> NoiseModel {
             }
         }
     }
-    let between_commit_pct = if level > 0.0 {
+    let between_commit_pct = if spread.relative {
+        (100.0 * spread.sd).min(f64::MAX)
+    } else if level > 0.0 {
         let pct = 100.0 * (between_commit_sd / level);
         if pct.is_finite() { pct } else { f64::MAX }
     } else {
@@ -158,7 +170,7 @@ pub fn noise_model(series: &[CommitObservation]) -> NoiseModel {
         between_commit_sd,
         between_commit_pct,
         within_run_cv_pct: (!within_cvs.is_empty()).then(|| median_in_place(&mut within_cvs)),
-        changes: half_changes.len(),
+        changes: spread.changes,
         samples_per_commit: median_in_place(&mut sample_counts).round() as usize,
     }
 }
@@ -255,10 +267,12 @@ mod tests {
         }
         values[40] += 200.0;
         let model = noise_model(&series(&values));
+        // Relative noise is 1.41 % at 100 and 0.94 % at 150; the step is left out.
         assert!(
-            (model.between_commit_sd / 1.414 - 1.0).abs() < 0.2,
+            model.between_commit_pct > 0.9 && model.between_commit_pct < 1.5,
             "{model:?}"
         );
+        assert_eq!(model.changes, 298);
     }
 
     #[test]

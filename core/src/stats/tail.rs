@@ -6,7 +6,8 @@
 //! compared with the commits before them by the per-commit test ([`compare()`]): its rank test
 //! on samples, and its minimum effect of `noise_multiplier` × the series' commit-to-commit
 //! noise. Every commit of the tail must sit past the midpoint between the two levels, so a
-//! spike followed by a commit back at the old level is no change. Commits without samples
+//! spike followed by a commit back at the old level is no change, and the commit before the
+//! tail must not be past it (the change would have started earlier). Commits without samples
 //! enough for the rank test are left to change-point detection. The finding is provisional:
 //! once enough commits follow, change-point detection confirms it (at the same commit) or
 //! drops it.
@@ -62,6 +63,11 @@ pub fn detect_tail_change(
         let midpoint = (verdict.baseline + verdict.value) / 2.0;
         let past_midpoint = |v: f64| (v - midpoint) * (verdict.value - midpoint) > 0.0;
         if !head.iter().all(|o| past_midpoint(o.value)) {
+            continue;
+        }
+        // The commit before the split must still be at the old level: otherwise the change
+        // happened earlier, and a finding here would repeat it one commit late.
+        if split > 0 && past_midpoint(segment[split - 1].value) {
             continue;
         }
         return Some(ChangePoint {

@@ -65,11 +65,15 @@ pub struct Verdict {
     pub ci_high_pct: f64,
     /// Two-sided p-value of the test in `method`; `None` when no test was possible.
     pub p_value: Option<f64>,
-    /// Commit-to-commit noise of the series at this baseline, in percent (0 if unknown).
+    /// The noise behind the threshold, in percent of the baseline: the series'
+    /// commit-to-commit noise at this baseline, or, while the history is short and the
+    /// samples say more, √2 × the samples' within-run spread (0 if unknown).
     pub noise_pct: f64,
-    /// Smallest change that counts: max(min_effect_pct, k × noise_pct), where k is
-    /// `noise_multiplier` widened to the t quantile of the same tail probability for the
-    /// uncertainty of the noise estimate (short histories get wider margins).
+    /// Smallest change that counts, in the direction of the change: min_effect_pct, or k ×
+    /// the noise at its 90 % upper confidence bound, whichever is larger (k is
+    /// `noise_multiplier`; short histories get wider, still finite, margins). Between positive
+    /// values it is applied on the logarithmic scale, so that a slowdown and the matching fall
+    /// in throughput are judged alike.
     pub threshold_pct: f64,
     pub base_samples: usize,
     pub head_samples: usize,
@@ -77,6 +81,9 @@ pub struct Verdict {
     /// (single values, judged against the series' noise), `effect-only` (no way to test), or
     /// `no-data`.
     pub method: &'static str,
+    /// What the evidence rests on when that is not a long history (a short history, no
+    /// history yet), in words for the pages; empty otherwise.
+    pub note: String,
 }
 
 #[cfg(test)]

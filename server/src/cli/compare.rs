@@ -9,6 +9,7 @@ use kymo_core::protocol::query_value;
 use serde_json::Value;
 
 use super::{ServerArg, blocking, client};
+use crate::pages::format::value;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -18,7 +19,7 @@ pub struct CompareArgs {
     pub head: String,
     #[arg(long)]
     pub repo: String,
-    /// Show every row, not only the changes.
+    /// Show every row, not only the changes and the inconclusive rows.
     #[arg(long)]
     pub all: bool,
     /// Print the report as JSON.
@@ -53,6 +54,11 @@ pub async fn run(args: CompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether a row is shown without `--all`: a change, or a row the data could not decide.
+fn shown_by_default(kind: &str) -> bool {
+    matches!(kind, "regression" | "improvement" | "inconclusive")
+}
+
 fn print_table(report: &Value, all: bool, colour: bool) {
     let paint = |text: String, verdict: &str| match (colour, verdict) {
         (true, "regression") => format!("\x1b[31m{text}\x1b[0m"),
@@ -68,22 +74,26 @@ fn print_table(report: &Value, all: bool, colour: bool) {
         report["baseline"].as_str().unwrap_or("")
     );
     println!(
-        "{:<48} {:<14} {:>14} {:>14} {:>9}  verdict",
+        "{:<48} {:<14} {:>16} {:>16} {:>9}  verdict",
         "benchmark", "metric", "base", "head", "change"
     );
     for row in rows {
         let v = &row["verdict"];
         let kind = v["kind"].as_str().unwrap_or("");
-        if !all && !matches!(kind, "regression" | "improvement") {
+        if !all && !shown_by_default(kind) {
             continue;
         }
+        let unit = row["unit"].as_str().unwrap_or("");
+        let human = |x: &Value| x.as_f64().map_or("–".to_owned(), |x| value(x, unit));
+        let note = v["note"].as_str().filter(|n| !n.is_empty());
         let line = format!(
-            "{:<48} {:<14} {:>14.6} {:>14.6} {:>+8.1}%  {kind}",
+            "{:<48} {:<14} {:>16} {:>16} {:>+8.1}%  {kind}{}",
             row["benchmark"].as_str().unwrap_or(""),
             row["metric"].as_str().unwrap_or(""),
-            v["baseline"].as_f64().unwrap_or(f64::NAN),
-            v["value"].as_f64().unwrap_or(f64::NAN),
+            human(&v["baseline"]),
+            human(&v["value"]),
             v["change_pct"].as_f64().unwrap_or(0.0),
+            note.map(|n| format!(" ({n})")).unwrap_or_default(),
         );
         println!("{}", paint(line, kind));
     }
@@ -92,12 +102,27 @@ fn print_table(report: &Value, all: bool, colour: bool) {
         .map(|g| format!("{:+.2} %", (g - 1.0) * 100.0))
         .unwrap_or_else(|| "–".into());
     println!(
-        "{} regressed, {} improved, {} unchanged · geometric mean of head/base {geomean}",
-        report["regressed"], report["improved"], report["unchanged"]
+        "{} regressed, {} improved, {} unchanged, {} inconclusive · geometric mean of \
+         head/base (inverted where higher is better; above 0 is worse) {geomean}",
+        report["regressed"], report["improved"], report["unchanged"], report["inconclusive"]
     );
 }
 
 fn short(sha: &Value) -> &str {
     let s = sha.as_str().unwrap_or("");
     &s[..s.len().min(10)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_and_undecided_rows_are_shown_without_all() {
+        assert!(shown_by_default("regression"));
+        assert!(shown_by_default("improvement"));
+        assert!(shown_by_default("inconclusive"));
+        assert!(!shown_by_default("no_change"));
+        assert!(!shown_by_default(""));
+    }
 }

@@ -236,6 +236,8 @@ struct CompareRowView {
     change_value: f64,
     interval: String,
     verdict: &'static str,
+    /// Why the verdict rests on little (a short history, none yet); empty otherwise.
+    note: String,
 }
 
 #[derive(Template)]
@@ -250,6 +252,8 @@ struct ComparePage {
     total: usize,
     regressed: usize,
     improved: usize,
+    unchanged: usize,
+    inconclusive: usize,
     geomean: String,
     significant: bool,
     sort: String,
@@ -309,6 +313,7 @@ fn compare_page(
                 change_value: v.change_pct,
                 interval: format!("{:+.1} … {:+.1} %", v.ci_low_pct, v.ci_high_pct),
                 verdict: v.kind.as_str(),
+                note: v.note.clone(),
             }
         })
         .collect();
@@ -332,6 +337,8 @@ fn compare_page(
         total,
         regressed: report.regressed,
         improved: report.improved,
+        unchanged: report.unchanged,
+        inconclusive: report.inconclusive,
         geomean: report
             .geomean_ratio
             .map(|g| format!("{:+.2} %", (g - 1.0) * 100.0))

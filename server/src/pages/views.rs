@@ -12,7 +12,13 @@ use super::embed::{public_base, trend_svg_path};
 use super::format::{change, elapsed, summary, utc, value};
 use super::trend::{EnvironmentCache, load_series_trend};
 use super::{PageResult, is_htmx, render};
+use std::collections::HashMap;
+
+use kymo_core::db::CommitRow;
+use kymo_core::stats::{Verdict, VerdictKind};
+
 use crate::api::load_commit;
+use crate::compare::{Baseline, compare_commits};
 use crate::error::AppError;
 use crate::state::AppState;
 use kymo_core::protocol::query_value;
@@ -167,6 +173,8 @@ pub async fn commit(
     Path((repo, sha)): Path<(String, String)>,
 ) -> PageResult {
     let detail = load_commit(&state, &repo, &sha).await?;
+    // The same verdicts as the compare page with the parent, so both show one number.
+    let verdicts = parent_verdicts(&state, &repo, &detail.commit).await;
     let runs = detail
         .runs
         .into_iter()
@@ -189,20 +197,40 @@ pub async fn commit(
             date: utc(r.created_at),
         })
         .collect();
-    let results = detail
+    let mut results: Vec<(f64, ResultView)> = detail
         .results
         .into_iter()
         .map(|r| {
-            let (change_text, change_class) = match r.parent_value {
-                Some(parent) => change(parent, r.value, &r.direction),
-                None => ("–".into(), ""),
+            let key = (r.benchmark.clone(), r.metric.clone(), r.machine.clone());
+            let verdict = verdicts.get(&key);
+            let (parent, this, change_text, change_class, size) = match (verdict, r.parent_value) {
+                (Some(v), _) => (
+                    value(v.baseline, &r.unit),
+                    value(v.value, &r.unit),
+                    format!("{:+.1} %", v.change_pct),
+                    match v.kind {
+                        VerdictKind::Regression => "worse",
+                        VerdictKind::Improvement => "better",
+                        _ => "",
+                    },
+                    v.change_pct.abs(),
+                ),
+                (None, Some(parent)) => {
+                    let (text, _) = change(parent, r.value, &r.direction);
+                    (
+                        value(parent, &r.unit),
+                        value(r.value, &r.unit),
+                        text,
+                        "",
+                        0.0,
+                    )
+                }
+                (None, None) => ("–".into(), value(r.value, &r.unit), "–".into(), "", 0.0),
             };
             let samples = serde_json::from_str::<Vec<f64>>(&r.samples).map_or(0, |s| s.len());
-            ResultView {
-                parent: r
-                    .parent_value
-                    .map_or_else(|| "–".into(), |p| value(p, &r.unit)),
-                value: value(r.value, &r.unit),
+            let view = ResultView {
+                parent,
+                value: this,
                 change: change_text,
                 change_class,
                 samples,
@@ -210,9 +238,13 @@ pub async fn commit(
                 metric: r.metric,
                 direction: r.direction,
                 machine: r.machine,
-            }
+            };
+            (size, view)
         })
         .collect();
+    // The largest changes first.
+    results.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let results = results.into_iter().map(|(_, view)| view).collect();
     let c = detail.commit;
     render(&CommitPage {
         repo,
@@ -226,6 +258,27 @@ pub async fn commit(
         runs,
         results,
     })
+}
+
+/// The verdicts of `commit` against its first parent by benchmark, metric and machine; empty
+/// when it has no measured parent (the page then shows plain differences).
+async fn parent_verdicts(
+    state: &AppState,
+    repo: &str,
+    commit: &CommitRow,
+) -> HashMap<(String, String, String), Verdict> {
+    if commit.parents.trim().is_empty() {
+        return HashMap::new();
+    }
+    let Ok(repository) = state.db.repository(repo).await else {
+        return HashMap::new();
+    };
+    match compare_commits(state, &repository, &Baseline::Parent, &commit.sha).await {
+        Ok(report) => (report.rows.into_iter())
+            .map(|r| ((r.benchmark, r.metric, r.machine), r.verdict))
+            .collect(),
+        Err(_) => HashMap::new(),
+    }
 }
 
 struct ChartView {

@@ -29,11 +29,12 @@ fn upload(sha: &str, level: f64, i: usize) -> Value {
     })
 }
 
-#[tokio::test]
-async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
+/// An app with a repository `r` of `commits` commits; the temporary repository is returned
+/// so that it lives as long as the test.
+async fn repository_r(commits: usize) -> (TestApp, TestRepo, Vec<String>) {
     let app = TestApp::new().await;
     let repo = TestRepo::new();
-    let shas: Vec<String> = (0..28)
+    let shas: Vec<String> = (0..commits)
         .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
         .collect();
     let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
@@ -41,6 +42,12 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
         app.post("/api/v1/repos", &body).await.0,
         StatusCode::CREATED
     );
+    (app, repo, shas)
+}
+
+#[tokio::test]
+async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
+    let (app, _repo, shas) = repository_r(28).await;
 
     let level = |i: usize| if i < 16 { 100.0 } else { 120.0 };
     for (i, sha) in shas.iter().enumerate().take(24) {
@@ -196,4 +203,73 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
     assert_eq!(rules[0]["benchmark"], "par");
     let (_, after) = app.get("/api/v1/repos/r/regressions").await;
     assert_eq!(after, json!([]), "re-analysed under the new floor");
+}
+
+/// Three samples of commit `i` about 1 % apart around `level`; the reported `value` is a
+/// harness's own estimate (at the newest commit 3 % above the median), as criterion's is.
+fn young_upload(sha: &str, level: f64, i: usize) -> Value {
+    let wobble = [0.0, 0.004, -0.003, 0.002, -0.004, 0.001][i % 6];
+    let center = level * (1.0 + wobble);
+    json!({
+        "commit": sha,
+        "specs": specs(),
+        "suites": [{ "suite": "s", "results": { "benchmarks": [
+            { "name": "encode/hex", "metrics": [{ "name": "time", "unit": "ns", "direction": "lower",
+                "value": center * if i == 5 { 1.03 } else { 1.0 }, "samples": [center * 0.99, center, center * 1.01] }] }
+        ]}}]
+    })
+}
+
+#[tokio::test]
+async fn a_fifty_percent_step_after_five_quiet_commits_is_a_regression_on_both_pages() {
+    let (app, _repo, shas) = repository_r(6).await;
+    for (i, sha) in shas.iter().enumerate() {
+        let level = if i < 5 { 100.0 } else { 150.0 };
+        let (status, answer) = app
+            .post("/api/v1/repos/r/results", &young_upload(sha, level, i))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let (status, report) = app
+        .get(&format!("/api/v1/repos/r/compare?head={}", shas[5]))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["regressed"], 1, "{report:#}");
+    assert_eq!(
+        (
+            report["unchanged"].as_u64(),
+            report["inconclusive"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    let verdict = &report["rows"][0]["verdict"];
+    assert!(
+        verdict["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("short history"),
+        "{verdict}"
+    );
+    let change = format!("{:+.1} %", verdict["change_pct"].as_f64().unwrap());
+
+    // The commit page shows the compare page's number (the median of samples, not the
+    // harness's estimate), coloured as a regression.
+    let page = html(&app, &format!("/repos/r/commits/{}", shas[5])).await;
+    assert!(
+        page.contains(&format!("num worse\">{change}")),
+        "{change} not on {page}"
+    );
+    let compare_page = html(&app, &format!("/repos/r/compare/{}", shas[5])).await;
+    assert!(compare_page.contains(&change), "{compare_page}");
+    assert!(
+        compare_page.contains("0 unchanged, 0 inconclusive"),
+        "{compare_page}"
+    );
+}
+
+/// The HTML of the page at `path`, which must answer 200.
+async fn html(app: &TestApp, path: &str) -> String {
+    let (status, page) = app.request("GET", path, Body::empty(), None).await;
+    assert_eq!(status, StatusCode::OK, "{path}");
+    page.as_str().unwrap().to_owned()
 }

@@ -247,3 +247,36 @@ fn results_are_deterministic() {
     step(&mut series, 2000, -0.1);
     assert_eq!(detect(&series), detect(&series));
 }
+
+#[test]
+fn a_smooth_trend_is_not_a_run_of_steps() {
+    let mut rng = Rng::new(106);
+    let mut reported = 0;
+    for _ in 0..20 {
+        // 60 % over 800 commits in 1 % noise: once a staircase of dozens of steps.
+        let mut series = noisy(&mut rng, 800, 100.0, 0.01);
+        for (i, o) in series.iter_mut().enumerate() {
+            o.value *= 1.0 + 0.6 * i as f64 / 800.0;
+        }
+        reported += detect(&series).len();
+    }
+    assert!(
+        reported <= 2,
+        "{reported} change points on 20 smooth trends"
+    );
+}
+
+#[test]
+fn a_step_on_a_trend_is_still_found() {
+    let mut rng = Rng::new(107);
+    for _ in 0..20 {
+        let mut series = noisy(&mut rng, 400, 100.0, 0.01);
+        for (i, o) in series.iter_mut().enumerate() {
+            o.value *= 1.0 + 0.3 * i as f64 / 400.0;
+        }
+        step(&mut series, 250, 0.15);
+        let found = detect(&series);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].position.abs_diff(250) <= 2, "{found:?}");
+    }
+}
