@@ -197,15 +197,23 @@ fn a_history_without_kymo_toml_is_measured_from_suites_kept_on_the_server() {
     assert_eq!(commit["runs"][0]["config_source"], "server");
     assert_eq!(commit["runs"][0]["config_hash"].as_str().unwrap().len(), 64);
 
-    let regressions = server.get_json("/api/v1/repos/r/regressions");
-    let found: Vec<&str> = regressions
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["kind"] == "regression")
-        .map(|r| r["sha"].as_str().unwrap())
-        .collect();
-    assert_eq!(found, vec![shas[12].as_str()], "{regressions:#?}");
+    // A job is marked succeeded with its run; the analysis follows it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (found, regressions) = loop {
+        let regressions = server.get_json("/api/v1/repos/r/regressions");
+        let found: Vec<String> = regressions
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["kind"] == "regression")
+            .map(|r| r["sha"].as_str().unwrap().to_owned())
+            .collect();
+        if found == [shas[12].clone()] || Instant::now() > deadline {
+            break (found, regressions);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(found, vec![shas[12].clone()], "{regressions:#?}");
 
     // Backfilling again finds everything measured.
     let again = assert_ok(&server.kymo(&["run", "r", "--last", "20"]));
