@@ -98,8 +98,9 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
         let now = clock.now();
         db.revoke_tokens_named(EMBEDDED_WORKER, now).await?;
         let token = db
-            .create_token(EMBEDDED_WORKER, TokenScope::Worker, now)
-            .await?;
+            .create_worker_token(EMBEDDED_WORKER, &options.worker_labels.join(","), now)
+            .await
+            .context("--label")?;
         let config = WorkerConfig {
             server: format!("http://{address}"),
             token,

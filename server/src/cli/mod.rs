@@ -139,9 +139,13 @@ pub struct ServeArgs {
     /// Mark session cookies Secure: set it when users reach kymo over TLS (a proxy).
     #[arg(long, env = "KYMO_SECURE_COOKIES")]
     pub secure_cookies: bool,
-    /// Labels the embedded worker offers (comma-separated).
+    /// Labels the embedded worker offers (comma-separated); its token is granted them.
     #[arg(long = "label", value_delimiter = ',')]
     pub labels: Vec<String>,
+    /// The address of a reverse proxy in front of kymo: for requests from it, lock-outs count
+    /// the client its `X-Forwarded-For` names instead of the proxy.
+    #[arg(long, env = "KYMO_TRUSTED_PROXY")]
+    pub trusted_proxy: Option<std::net::IpAddr>,
     #[command(flatten)]
     pub unconfined: UnconfinedArg,
 }
@@ -213,6 +217,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 access: crate::auth::AccessSettings {
                     private: args.private,
                     secure_cookies: args.secure_cookies,
+                    trusted_proxy: args.trusted_proxy,
                 },
                 public_url: args.public_url,
                 allow_unconfined_suites: args.unconfined.allow_unconfined_suites,

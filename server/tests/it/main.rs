@@ -17,6 +17,7 @@ mod failures;
 mod faults;
 mod git_faults;
 mod git_http;
+mod grants;
 mod hostile;
 mod lease;
 mod listener;
