@@ -26,6 +26,7 @@ mod noise;
 mod openapi;
 mod out_of_order;
 mod private_remotes;
+mod reads;
 mod spine;
 mod support;
 mod verdicts;
