@@ -130,6 +130,14 @@ pub struct ServeArgs {
     /// [default: http:// and the listen address].
     #[arg(long, env = "KYMO_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Seconds a client may take to send a request's header, or stay idle between requests.
+    #[arg(
+        long,
+        env = "KYMO_HEADER_READ_TIMEOUT",
+        default_value_t = 10,
+        hide = true
+    )]
+    pub header_read_timeout: u64,
     /// Seconds a job's lease lasts without a heartbeat.
     #[arg(long, env = "KYMO_LEASE_SECONDS", default_value_t = 60, hide = true)]
     pub lease_seconds: i64,
@@ -221,6 +229,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 public_url: args.public_url,
                 allow_unconfined_suites: args.unconfined.allow_unconfined_suites,
+                header_read_timeout: std::time::Duration::from_secs(
+                    args.header_read_timeout.clamp(1, 3600),
+                ),
             })
             .await
         }

@@ -27,6 +27,7 @@ mod openapi;
 mod out_of_order;
 mod private_remotes;
 mod reads;
+mod slow_clients;
 mod spine;
 mod support;
 mod verdicts;
