@@ -169,6 +169,15 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
+/// Whether the request carries the cookie of a live session: only then is a page computed
+/// for it rather than served from the cache (a database error counts as live, to be safe).
+pub async fn has_live_session(headers: &HeaderMap, state: &AppState) -> bool {
+    let Some(secret) = cookie(headers, SESSION_COOKIE) else {
+        return false;
+    };
+    !matches!(state.db.session(secret, state.now()).await, Ok(None))
+}
+
 /// Identifies the caller. A bearer token that is not a live token is refused (and counted),
 /// a stale session cookie is simply anonymous.
 ///
