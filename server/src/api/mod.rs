@@ -86,7 +86,10 @@ fn documented() -> OpenApiRouter<AppState> {
 
 /// The API router, mounted at [`PREFIX`].
 pub fn router() -> Router<AppState> {
-    documented().split_for_parts().0
+    documented()
+        .split_for_parts()
+        .0
+        .layer(axum::middleware::from_fn(crate::limits::json_refusals))
 }
 
 /// The API's OpenAPI document (what `GET /api/v1/openapi.json` serves).

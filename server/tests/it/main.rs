@@ -15,6 +15,7 @@ mod disk_full;
 mod eco;
 mod failures;
 mod faults;
+mod floods;
 mod git_faults;
 mod git_http;
 mod grants;
