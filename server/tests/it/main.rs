@@ -4,6 +4,7 @@
 mod access;
 mod alerts;
 mod api;
+mod at_rest;
 mod backfill;
 mod cache;
 mod cli_listing;
