@@ -25,6 +25,24 @@ pub async fn analyse_run(state: &AppState, run_id: i64) -> AppResult<Vec<i64>> {
     analyse_series(state, &series).await
 }
 
+/// Analyses a run that is stored already and does what follows (bisections, alerts). Their
+/// failing (a full disk, say) does not undo the store, so it must not be reported as if the run
+/// were refused: a client would send it again and store it twice. The failure is logged; the
+/// series' next run analyses them again.
+pub async fn after_stored_run(state: &AppState, repository_id: i64, run_id: i64) {
+    let done = async {
+        let created = analyse_run(state, run_id).await?;
+        follow_up(state, repository_id, &created).await
+    };
+    if let Err(err) = done.await {
+        tracing::warn!(
+            run = run_id,
+            error = %err,
+            "the run is stored, but its analysis failed; the next run of its series redoes it"
+        );
+    }
+}
+
 /// What follows a stored run or a failed job: bisections start and move on, and regressions
 /// whose culprit is known are announced. A new regression whose range is one commit is
 /// final at once; a wide one when its bisection ends.

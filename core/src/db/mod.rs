@@ -147,7 +147,17 @@ impl Db {
 
     /// Starts a write transaction holding the write lock from its first statement.
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, DbError> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+        match self.writer.begin_with("BEGIN IMMEDIATE").await {
+            // A COMMIT that failed on a full disk is rolled back by SQLite, whereupon sqlx's own
+            // ROLLBACK fails and it goes on counting an open transaction: that connection can
+            // never begin again. It is closed, and the pool opens a fresh one.
+            Err(sqlx::Error::InvalidSavePointStatement) => {
+                let poisoned = self.writer.acquire().await?;
+                let _ = sqlx::Connection::close(poisoned.detach()).await;
+                Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+            }
+            begun => Ok(begun?),
+        }
     }
 
     /// `PRAGMA integrity_check`: `ok` when the file is sound.

@@ -5,6 +5,7 @@ mod doc;
 mod queue;
 mod repos;
 mod series;
+mod settings;
 mod verdicts;
 mod webhooks;
 mod worker;
@@ -46,13 +47,13 @@ fn documented() -> OpenApiRouter<AppState> {
         .routes(routes!(doc::openapi_json))
         .routes(routes!(repos::list, repos::create))
         .routes(routes!(repos::show))
-        .routes(routes!(repos::settings, repos::update_settings))
+        .routes(routes!(settings::settings, settings::update_settings))
         .routes(routes!(repos::enqueue_run))
-        .routes(routes!(repos::backfill))
+        .routes(routes!(settings::backfill))
         .routes(routes!(
-            repos::get_suites,
-            repos::put_suites,
-            repos::delete_suites
+            settings::get_suites,
+            settings::put_suites,
+            settings::delete_suites
         ))
         .routes(routes!(repos::commit))
         .routes(routes!(series::series))

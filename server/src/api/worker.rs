@@ -134,8 +134,8 @@ pub async fn complete(
                         measurements = summary.measurements,
                         "job succeeded"
                     );
-                    let created = crate::analysis::analyse_run(&state, summary.run_id).await?;
-                    crate::analysis::follow_up(&state, target.repository_id, &created).await?;
+                    crate::analysis::after_stored_run(&state, target.repository_id, summary.run_id)
+                        .await;
                     crate::alerts::commit_status_changed(&state, target.commit_id).await?;
                     Ok(Json(json!({ "state": "succeeded", "run": summary.run_id })))
                 }

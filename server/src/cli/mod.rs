@@ -203,6 +203,8 @@ pub struct UploadArgs {
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    // Read KYMO_GIT_TIMEOUT now: a worker's sandbox blanks the KYMO_* environment at its start.
+    kymo_worker::credentials::git_timeout();
     match cli.command {
         Command::Serve(args) => {
             // Paths are made absolute once, here: the worker and git resolve them from other

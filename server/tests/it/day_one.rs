@@ -2,14 +2,13 @@
 //! defaults in a fresh directory, a repository with nested directories and a history without
 //! `kymo.toml`, measured over its whole history with suites kept on the server.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{TestRepo, assert_ok, bench_script, kymo_bin, kymo_toml};
+use crate::support::{TestRepo, assert_ok, bench_script, kymo_bin, kymo_toml, served_url};
 
 /// `kymo serve` started with no flag but a free port, from `cwd`; killed on drop.
 struct DefaultServer {
@@ -30,15 +29,7 @@ impl DefaultServer {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_owned();
+        let url = served_url(&mut child);
         Self { child, url, cwd }
     }
 
@@ -113,6 +104,26 @@ fn kymo_serve_with_its_defaults_benchmarks_a_repository_with_nested_directories(
     assert_eq!(commit["results"][0]["samples"], serde_json::json!([]));
     assert_eq!(commit["commit"]["parents"], serde_json::json!([]));
     assert_eq!(commit["runs"][0]["config_source"], "commit");
+    // Uploads take the same commit-ish as `kymo run`: a branch name or a short sha.
+    let results = server.cwd.path().join("results.json");
+    std::fs::write(
+        &results,
+        r#"{"benchmarks":[{"name":"upload/b","metrics":[{"name":"time","unit":"ns","direction":"lower","value":3.0}]}]}"#,
+    )
+    .unwrap();
+    for commit in ["main", &sha[..8]] {
+        let args = [
+            "upload",
+            "--repo",
+            "r",
+            "--commit",
+            commit,
+            path_str(&results),
+        ];
+        assert_ok(&server.kymo(&args));
+    }
+    let commit = server.get_json(&format!("/api/v1/repos/r/commits/{sha}"));
+    assert_eq!(commit["runs"].as_array().unwrap().len(), 3, "{commit:#}");
     // Everything lives where the defaults say: in the directory `kymo serve` started in.
     for made in [
         "kymo.db",

@@ -93,16 +93,20 @@ fn spawn_server(
         .stderr(Stdio::inherit());
     configure(&mut command);
     let mut child = command.spawn().unwrap();
+    let url = served_url(&mut child);
+    (child, url)
+}
+
+/// The URL a `kymo serve` child prints on its first line of stdout (piped).
+pub fn served_url(child: &mut Child) -> String {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line
-        .split_whitespace()
+    line.split_whitespace()
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
-    (child, url)
+        .to_owned()
 }
 
 /// A running `kymo serve`, killed on drop.
