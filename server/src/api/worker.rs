@@ -126,6 +126,7 @@ pub async fn complete(
                 log: log_tail(log, MAX_LOG_BYTES),
                 suites,
                 config: config.as_ref().filter(|c| is_sha256_hex(&c.sha256)),
+                upload_key: None,
             };
             match state.db.store_run(record, now).await {
                 Ok(summary) => {

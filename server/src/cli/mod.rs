@@ -386,8 +386,24 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
         suites,
     };
     let path = format!("/repos/{}/results", args.repo);
+    // The same results uploaded again (a retry after a timeout, a re-run CI step) are stored
+    // once: the key is their digest.
+    let key = format!(
+        "upload-{}",
+        kymo_core::webhook::sign_hmac_sha256("", &serde_json::to_vec(&request)?)
+    );
     let waiting = progress::spinner(format!("uploading {} suite(s)", request.suites.len()));
-    let answer = blocking(move || client(&args.server).post(&path, &request)).await;
+    let answer = blocking(move || {
+        let client = client(&args.server);
+        match client.post_with_key(&path, &request, Some(&key)) {
+            // The server gave up waiting, perhaps after storing the run: ask again.
+            Err(err) if refused_with(&err, 408) => {
+                client.post_with_key(&path, &request, Some(&key))
+            }
+            other => other,
+        }
+    })
+    .await;
     waiting.finish_and_clear();
     let accepted: UploadAccepted = answer?;
     println!(
@@ -395,6 +411,12 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
         accepted.measurements, accepted.run, accepted.machine
     );
     Ok(())
+}
+
+/// Whether `err` is the server's refusal with `status`.
+fn refused_with(err: &anyhow::Error, status: u16) -> bool {
+    err.downcast_ref::<kymo_worker::client::Refused>()
+        .is_some_and(|refused| refused.status == status)
 }
 
 /// The files to upload: `path` itself, or the files of the directory it names (`.json`

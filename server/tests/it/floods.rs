@@ -73,3 +73,104 @@ async fn refusals_of_oversized_bodies_and_malformed_paths_are_json() {
     assert!(matches!(body, Value::Object(_)), "{body}");
     assert!(body["error"].is_string(), "{body}");
 }
+
+fn one_result(sha: &str) -> serde_json::Value {
+    serde_json::json!({ "commit": sha, "specs": crate::api::specs(),
+        "suites": [{ "suite": "s", "results": { "benchmarks": [
+            { "name": "b", "metrics": [{ "name": "time", "unit": "ns", "direction": "lower", "value": 2.0 }] }
+        ]}}] })
+}
+
+async fn upload_with_key(
+    app: &TestApp,
+    body: &serde_json::Value,
+    key: &str,
+) -> (StatusCode, Value) {
+    let request = axum::http::Request::builder()
+        .method("POST")
+        .uri("/api/v1/repos/r/results")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {}", app.admin))
+        .header("idempotency-key", key)
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(kymo_server::app(app.state()), request)
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn an_upload_retried_with_its_idempotency_key_is_stored_once() {
+    let app = TestApp::new().await;
+    let (_repo, sha) = app.with_repo().await;
+    let body = one_result(&sha);
+    let (status, first) = upload_with_key(&app, &body, "ci-build-41").await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let (status, again) = upload_with_key(&app, &body, "ci-build-41").await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again, first, "the retry gets the first attempt's run");
+    let (status, other) = upload_with_key(&app, &body, "ci-build-42").await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_ne!(other["run"], first["run"]);
+    for bad in ["", &"k".repeat(129), "two words", "caf\u{e9}"] {
+        let request = axum::http::Request::builder()
+            .method("POST")
+            .uri("/api/v1/repos/r/results")
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {}", app.admin))
+            .header(
+                "idempotency-key",
+                axum::http::HeaderValue::from_bytes(bad.as_bytes()).unwrap(),
+            )
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let response = tower::ServiceExt::oneshot(kymo_server::app(app.state()), request)
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{bad:?}"
+        );
+    }
+    let (_, commit) = app.get(&format!("/api/v1/repos/r/commits/{sha}")).await;
+    assert_eq!(commit["runs"].as_array().unwrap().len(), 2, "{commit}");
+}
+
+#[test]
+fn kymo_upload_of_the_same_results_twice_stores_them_once() {
+    use crate::support::{KymoServer, TestRepo, assert_ok};
+    let repo = TestRepo::new();
+    let sha = repo.commit(&[("README", "hello")], "first");
+    let server = KymoServer::start(&["--no-worker"]);
+    assert_ok(&server.kymo(&["repo", "add", "ci", repo.path().to_str().unwrap()]));
+    let results = tempfile::tempdir().unwrap();
+    let file = results.path().join("s.json");
+    let doc = r#"{"benchmarks":[{"name":"a","metrics":[{"name":"time","unit":"ns","direction":"lower","value":1}]}]}"#;
+    std::fs::write(&file, doc).unwrap();
+    let upload = || {
+        assert_ok(&server.kymo(&[
+            "upload",
+            "--repo",
+            "ci",
+            "--commit",
+            &sha,
+            file.to_str().unwrap(),
+        ]))
+    };
+    let first = upload();
+    assert_eq!(upload(), first, "the same run both times");
+    std::fs::write(&file, doc.replace("\"value\":1", "\"value\":2")).unwrap();
+    assert_ne!(upload(), first, "other results are another run");
+    let commit = server.get_json(&format!("/api/v1/repos/ci/commits/{sha}"));
+    assert_eq!(commit["runs"].as_array().unwrap().len(), 2, "{commit}");
+}
