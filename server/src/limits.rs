@@ -32,6 +32,38 @@ pub async fn refuse_long_uris(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
+/// Bodies from this size up count as large: an upload of some 20,000 measurements.
+pub const LARGE_BODY_BYTES: u64 = 1024 * 1024;
+/// Large bodies read and stored at once. A 60 MB upload takes a few times its size in memory
+/// while it is parsed and stored; more of them would only share the one writer anyway.
+pub const CONCURRENT_LARGE_BODIES: usize = 2;
+
+/// Lets a request whose body is large (or of unknown length) in only while fewer than
+/// [`CONCURRENT_LARGE_BODIES`] others are read and stored; it waits its turn otherwise (within
+/// the request timeout). Small bodies are never held up.
+pub async fn one_large_body_at_a_time(
+    axum::extract::State(state): axum::extract::State<crate::AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let large = match length {
+        Some(bytes) => bytes >= LARGE_BODY_BYTES,
+        None => headers.contains_key(header::TRANSFER_ENCODING),
+    };
+    if !large {
+        return next.run(request).await;
+    }
+    let Ok(_permit) = state.large_bodies.clone().acquire_owned().await else {
+        return next.run(request).await;
+    };
+    next.run(request).await
+}
+
 /// Longest plain-text refusal rewrapped as JSON; axum's are one line.
 const MAX_REFUSAL_BYTES: usize = 4096;
 

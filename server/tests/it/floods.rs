@@ -174,3 +174,49 @@ fn kymo_upload_of_the_same_results_twice_stores_them_once() {
     let commit = server.get_json(&format!("/api/v1/repos/ci/commits/{sha}"));
     assert_eq!(commit["runs"].as_array().unwrap().len(), 2, "{commit}");
 }
+
+#[tokio::test]
+async fn large_uploads_wait_their_turn_and_small_requests_do_not() {
+    let app = TestApp::new().await;
+    let (_repo, sha) = app.with_repo().await;
+    let held = app
+        .state
+        .large_bodies
+        .clone()
+        .acquire_many_owned(kymo_server::limits::CONCURRENT_LARGE_BODIES as u32)
+        .await
+        .unwrap();
+    let mut large = one_result(&sha).to_string();
+    // Whitespace pads the document past the threshold without changing it.
+    large.push_str(&" ".repeat(kymo_server::limits::LARGE_BODY_BYTES as usize));
+    let send = |text: String| {
+        let request = axum::http::Request::builder()
+            .method("POST")
+            .uri("/api/v1/repos/r/results")
+            .header("content-type", "application/json")
+            .header("content-length", text.len())
+            .header("authorization", format!("Bearer {}", app.admin))
+            .body(Body::from(text))
+            .unwrap();
+        tower::ServiceExt::oneshot(kymo_server::app(app.state()), request)
+    };
+    let waiting = tokio::spawn(send(large));
+    let small = send(one_result(&sha).to_string()).await.unwrap();
+    assert_eq!(
+        small.status(),
+        StatusCode::CREATED,
+        "a small upload is not held up"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the large upload waits while the permits are taken"
+    );
+    drop(held);
+    let large = tokio::time::timeout(std::time::Duration::from_secs(20), waiting)
+        .await
+        .expect("the large upload goes in once a permit is free")
+        .unwrap()
+        .unwrap();
+    assert_eq!(large.status(), StatusCode::CREATED);
+}
