@@ -132,6 +132,7 @@ async fn main() {
         public_url: None,
         allow_unconfined_suites: false,
         worker_labels: Vec::new(),
+        header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
         access: Default::default(),
     })
     .await

@@ -34,6 +34,9 @@ pub struct AccessSettings {
     pub private: bool,
     /// Session cookies are marked `Secure` (the server is reached over TLS).
     pub secure_cookies: bool,
+    /// A reverse proxy whose `X-Forwarded-For` names the client: requests from it are
+    /// counted against the address it forwards for, not against the proxy.
+    pub trusted_proxy: Option<IpAddr>,
 }
 
 /// Counts failed attempts per client address in one-minute windows.
@@ -68,12 +71,28 @@ impl FailureLimiter {
     }
 }
 
-/// The client's address (unknown in tests that drive the router directly).
-pub fn client_address(parts: &Parts) -> IpAddr {
-    parts
+/// The client's address: the peer's (unknown in tests that drive the router directly), or,
+/// when the peer is the trusted proxy, the last address of its `X-Forwarded-For` (the one it
+/// appended; earlier ones are whatever the client claimed).
+pub fn client_address(parts: &Parts, access: &AccessSettings) -> IpAddr {
+    let peer = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| {
+            c.0.ip().to_canonical()
+        });
+    if access.trusted_proxy.map(|p| p.to_canonical()) == Some(peer)
+        && let Some(client) = forwarded_client(&parts.headers)
+    {
+        return client;
+    }
+    peer
+}
+
+fn forwarded_client(headers: &HeaderMap) -> Option<IpAddr> {
+    let last = headers.get_all("x-forwarded-for").iter().next_back()?;
+    let address = last.to_str().ok()?.rsplit(',').next()?.trim();
+    address.parse::<IpAddr>().ok().map(|ip| ip.to_canonical())
 }
 
 /// Paths anyone may read on a private server: what logging in and checking health need.
@@ -111,11 +130,14 @@ pub async fn require_reader(
 /// The client's address, as an extractor.
 pub struct ClientAddress(pub IpAddr);
 
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
+impl FromRequestParts<AppState> for ClientAddress {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(ClientAddress(client_address(parts)))
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddress(client_address(parts, &state.access)))
     }
 }
 
@@ -147,23 +169,32 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
+/// Whether the request carries the cookie of a live session: only then is a page computed
+/// for it rather than served from the cache (a database error counts as live, to be safe).
+pub async fn has_live_session(headers: &HeaderMap, state: &AppState) -> bool {
+    let Some(secret) = cookie(headers, SESSION_COOKIE) else {
+        return false;
+    };
+    !matches!(state.db.session(secret, state.now()).await, Ok(None))
+}
+
 /// Identifies the caller. A bearer token that is not a live token is refused (and counted),
 /// a stale session cookie is simply anonymous.
+///
+/// A live token is never refused for its address's failures: the embedded worker and every
+/// client behind a same-host proxy share 127.0.0.1 with whoever sends bad tokens from there.
+/// That tells a locked-out guesser nothing useful: tokens are 32 random bytes.
 pub async fn identify(parts: &Parts, state: &AppState) -> AppResult<Caller> {
     let now = state.now();
     if let Some(token) = bearer(&parts.headers) {
-        let client = client_address(parts);
+        if let Some(credential) = state.db.credential(token).await? {
+            state.db.record_token_use(&credential, now).await?;
+            return Ok(Caller::Token(credential));
+        }
+        let client = client_address(parts, &state.access);
         state.limiter.check(client, now)?;
-        return match state.db.credential(token).await? {
-            Some(credential) => {
-                state.db.record_token_use(&credential, now).await?;
-                Ok(Caller::Token(credential))
-            }
-            None => {
-                state.limiter.fail(client, now);
-                Err(AppError::Unauthorized)
-            }
-        };
+        state.limiter.fail(client, now);
+        return Err(AppError::Unauthorized);
     }
     if let Some(secret) = cookie(&parts.headers, SESSION_COOKIE)
         && let Some(session) = state.db.session(secret, now).await?
@@ -208,6 +239,36 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
+/// Why a token of another scope is refused.
+fn wrong_scope(credential: &Credential, scope: TokenScope) -> AppError {
+    let needed = match scope {
+        TokenScope::Admin => "an admin token".to_owned(),
+        other => format!("a {} or admin token", other.as_str()),
+    };
+    AppError::Forbidden(format!(
+        "token {:?} has the {} scope; this needs {needed}",
+        credential.name, credential.scope
+    ))
+}
+
+/// The bearer token of `scope` (an admin token holds every scope); browser sessions are
+/// refused. For what must be tied to one token, such as a worker's lease.
+pub async fn require_token(
+    parts: &Parts,
+    state: &AppState,
+    scope: TokenScope,
+) -> AppResult<Credential> {
+    match identify(parts, state).await? {
+        Caller::Token(credential) if credential.allows(scope) => Ok(credential),
+        Caller::Token(credential) => Err(wrong_scope(&credential, scope)),
+        Caller::Session(_) => Err(AppError::Forbidden(format!(
+            "this needs a {} token, not a browser session",
+            scope.as_str()
+        ))),
+        Caller::Anonymous => Err(AppError::Unauthorized),
+    }
+}
+
 /// A holder of a token of `scope` (an admin token holds every scope), or an admin's browser
 /// session whose unsafe requests come from this origin and carry `X-CSRF-Token`. Returns the
 /// name recorded for what the caller changes.
@@ -218,16 +279,7 @@ pub async fn require_scope(
 ) -> AppResult<String> {
     match identify(parts, state).await? {
         Caller::Token(credential) if credential.allows(scope) => Ok(credential.name),
-        Caller::Token(credential) => {
-            let needed = match scope {
-                TokenScope::Admin => "an admin token".to_owned(),
-                other => format!("a {} or admin token", other.as_str()),
-            };
-            Err(AppError::Forbidden(format!(
-                "token {:?} has the {} scope; this needs {needed}",
-                credential.name, credential.scope
-            )))
-        }
+        Caller::Token(credential) => Err(wrong_scope(&credential, scope)),
         Caller::Session(session) => {
             let csrf = parts
                 .headers

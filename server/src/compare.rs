@@ -253,15 +253,8 @@ async fn find_commit(
     repo: &RepositoryRow,
     spec: &str,
 ) -> AppResult<kymo_core::db::CommitRow> {
-    match state.db.commit(repo.id, spec).await {
-        Ok(commit) => Ok(commit),
-        Err(kymo_core::db::DbError::NotFound(_)) => {
-            // A branch or tag name: resolve it through the mirror.
-            let (sha, _) = git::resolve_commit(state, repo, Some(spec)).await?;
-            Ok(state.db.commit(repo.id, sha.as_str()).await?)
-        }
-        Err(other) => Err(other.into()),
-    }
+    // A read: the database, and names through the mirror as it is, never a fetch.
+    git::recorded_commit(state, repo, spec).await
 }
 
 /// Renders a report as CSV, one row per benchmark × metric × machine.

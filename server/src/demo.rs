@@ -197,6 +197,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         leases: LeaseSettings::default(),
         data_dir: data.join("kymo-data"),
         worker_labels: Vec::new(),
+        header_read_timeout: crate::serve::HEADER_READ_TIMEOUT,
         access: Default::default(),
         public_url: None,
         // The demo runs only the suites it wrote itself.

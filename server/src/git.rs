@@ -2,9 +2,10 @@
 //! learns the tracked branch's first-parent history and resolves what users ask to run.
 
 use kymo_core::credentials::{GitCredential, redact_secrets};
-use kymo_core::db::{CommitRecord, RepositoryRow};
+use kymo_core::db::CommitRow;
+use kymo_core::db::{CommitRecord, DbError, RepositoryRow};
 use kymo_core::model::CommitSha;
-use kymo_worker::mirror::{CommitInfo, Mirror};
+use kymo_worker::mirror::{CommitInfo, Mirror, mirror_dir_name};
 
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
@@ -45,6 +46,15 @@ impl Remote {
             url: repo.url.clone(),
             credential: state.db.git_credential(repo.id).await?,
         })
+    }
+
+    /// The mirror, if one was made already: reads use it as it is, never cloning or fetching.
+    fn open_existing(&self) -> AppResult<Option<Mirror>> {
+        let dir = mirror_dir_name(&self.name).map_err(|e| self.error(e))?;
+        if !self.dir.join("mirrors").join(dir).is_dir() {
+            return Ok(None);
+        }
+        self.open().map(Some)
     }
 
     pub(crate) fn open(&self) -> AppResult<Mirror> {
@@ -150,18 +160,57 @@ pub async fn resolve_commit(
     Ok((record.sha, id))
 }
 
-/// The merge base of `sha` and the head of `branch`: where a branch forked from the tracked one.
+/// A recorded commit named by `spec` (a sha or its prefix, or a branch or tag of the mirror
+/// as it is), for reads: it never fetches or clones, so that anonymous requests for unknown
+/// commits cost one database lookup and never reach the remote.
+pub async fn recorded_commit(
+    state: &AppState,
+    repo: &RepositoryRow,
+    spec: &str,
+) -> AppResult<CommitRow> {
+    match state.db.commit(repo.id, spec).await {
+        Err(DbError::NotFound(_)) if is_ref_name(spec) => {
+            let remote = Remote::of(state, repo).await?;
+            let wanted = spec.to_owned();
+            let sha = tokio::task::spawn_blocking(move || -> AppResult<Option<String>> {
+                Ok(remote
+                    .open_existing()?
+                    .and_then(|mirror| mirror.resolve(&wanted).ok()))
+            })
+            .await
+            .map_err(|e| AppError::Internal(e.into()))??;
+            let sha =
+                sha.ok_or_else(|| AppError::from(DbError::NotFound(format!("commit {spec:?}"))))?;
+            Ok(state.db.commit(repo.id, &sha).await?)
+        }
+        other => Ok(other?),
+    }
+}
+
+/// Whether `spec` could name a branch or tag (a sha's prefix is looked up in the database
+/// only).
+fn is_ref_name(spec: &str) -> bool {
+    let hex = spec.len() >= 7 && spec.bytes().all(|b| b.is_ascii_hexdigit());
+    !hex && !spec.is_empty()
+        && spec.len() <= 256
+        && !spec.starts_with('-')
+        && !spec.chars().any(char::is_control)
+}
+
+/// The merge base of `sha` and the head of `branch` in the mirror as it is (a read: no
+/// fetch): where a branch forked from the tracked one.
 pub async fn merge_base(
     state: &AppState,
     repo: &RepositoryRow,
     sha: &str,
     branch: &str,
 ) -> AppResult<String> {
-    sync_history(state, repo).await?;
     let remote = Remote::of(state, repo).await?;
     let (sha, branch) = (sha.to_owned(), branch.to_owned());
     tokio::task::spawn_blocking(move || -> AppResult<String> {
-        let mirror = remote.open()?;
+        let mirror = remote
+            .open_existing()?
+            .ok_or_else(|| AppError::from(DbError::NotFound(format!("branch {branch:?}"))))?;
         let other = mirror
             .resolve(&branch)
             .map_err(|e| remote.error(format!("branch {branch:?}: {e}")))?;

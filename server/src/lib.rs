@@ -16,6 +16,7 @@ pub mod cache;
 pub mod chart;
 pub mod cli;
 pub mod compare;
+pub mod connections;
 pub mod demo;
 pub mod error;
 pub mod export;
@@ -44,7 +45,10 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics::metrics))
-        .merge(api::router())
+        .merge(api::router().layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::one_large_body_at_a_time,
+        )))
         .merge(pages::router())
         .merge(assets::router())
         // Inside the cache, so that a kept response is kept compressed.

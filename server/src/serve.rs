@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::auth::AccessSettings;
+use crate::connections::ConnectionLimits;
 use crate::state::AppState;
 
 /// Everything `kymo serve` needs to start.
@@ -35,7 +36,14 @@ pub struct ServeOptions {
     pub public_url: Option<String>,
     /// Let the embedded worker run suites where the kernel cannot confine them.
     pub allow_unconfined_suites: bool,
+    /// How long a client may take to send a request's header (and may stay idle between
+    /// requests) before its connection is closed.
+    pub header_read_timeout: Duration,
 }
+
+/// The default of [`ServeOptions::header_read_timeout`]: ample for a browser or a worker on a
+/// slow link, short enough that a flood of silent sockets drains quickly.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 const EMBEDDED_WORKER: &str = "embedded-worker";
 
@@ -98,8 +106,9 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
         let now = clock.now();
         db.revoke_tokens_named(EMBEDDED_WORKER, now).await?;
         let token = db
-            .create_token(EMBEDDED_WORKER, TokenScope::Worker, now)
-            .await?;
+            .create_worker_token(EMBEDDED_WORKER, &options.worker_labels.join(","), now)
+            .await
+            .context("--label")?;
         let config = WorkerConfig {
             server: format!("http://{address}"),
             token,
@@ -118,12 +127,13 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
     let shutdown = Arc::new(Notify::new());
     let notified = shutdown.clone();
     let app = crate::app(state.clone());
-    let server = tokio::spawn(async move {
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { notified.notified().await })
-            .await
-    });
+    let limits = ConnectionLimits::for_this_process(options.header_read_timeout);
+    let server = tokio::spawn(crate::connections::serve(
+        listener,
+        app,
+        limits,
+        async move { notified.notified().await },
+    ));
     Ok(RunningServer {
         address,
         state,

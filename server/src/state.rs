@@ -24,6 +24,9 @@ pub struct AppState {
     pub public_url: Arc<str>,
     /// Responses to anonymous readers, kept while the database does not change.
     pub responses: Arc<ResponseCache>,
+    /// Permits for large request bodies being read and stored at once (see
+    /// [`crate::limits::one_large_body_at_a_time`]).
+    pub large_bodies: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -44,6 +47,9 @@ impl AppState {
             access: AccessSettings::default(),
             limiter: Arc::default(),
             responses: Arc::default(),
+            large_bodies: Arc::new(tokio::sync::Semaphore::new(
+                crate::limits::CONCURRENT_LARGE_BODIES,
+            )),
         }
     }
 

@@ -109,9 +109,23 @@ impl ServerClient {
         path: &str,
         body: &B,
     ) -> anyhow::Result<T> {
+        self.post_with_key(path, body, None)
+    }
+
+    /// `POST` a JSON body under an `Idempotency-Key` (when given): the server stores what a
+    /// key names once, so a retry after a timeout gets the first attempt's answer.
+    pub fn post_with_key<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+        key: Option<&str>,
+    ) -> anyhow::Result<T> {
         let mut request = self.agent.post(self.url(path));
         if let Some(token) = &self.token {
             request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
         }
         self.finish(&format!("POST {path}"), request.send_json(body))
     }

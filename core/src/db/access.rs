@@ -9,6 +9,8 @@ pub struct TokenRow {
     pub id: i64,
     pub name: String,
     pub scope: String,
+    /// Labels granted to a worker token (comma-separated, normalized); empty otherwise.
+    pub labels: String,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
@@ -20,6 +22,8 @@ pub struct Credential {
     pub token_id: i64,
     pub name: String,
     pub scope: String,
+    /// The labels an admin granted to this worker token (comma-separated, normalized).
+    pub labels: String,
     pub last_used_at: Option<i64>,
 }
 
@@ -27,6 +31,25 @@ impl Credential {
     /// Whether this credential may act with `scope` (an admin may do anything).
     pub fn allows(&self, scope: TokenScope) -> bool {
         self.scope == "admin" || self.scope == scope.as_str()
+    }
+
+    /// The labels of `declared` (normalized) that this credential may claim with: an admin
+    /// token may use any, a worker token only those granted to it. Returns the usable labels
+    /// and those refused.
+    pub fn grant(&self, declared: &str) -> Result<(String, Vec<String>), DbError> {
+        let declared = super::normalize_labels(declared)?;
+        if self.scope == "admin" {
+            return Ok((declared, Vec::new()));
+        }
+        let granted: Vec<&str> = self.labels.split(',').collect();
+        let (usable, refused): (Vec<&str>, Vec<&str>) = declared
+            .split(',')
+            .filter(|l| !l.is_empty())
+            .partition(|label| granted.contains(label));
+        Ok((
+            usable.join(","),
+            refused.into_iter().map(str::to_owned).collect(),
+        ))
     }
 }
 
@@ -58,7 +81,7 @@ impl Db {
         let hash = token_hash(token);
         Ok(sqlx::query_as!(
             Credential,
-            r#"SELECT id AS "token_id!", name, scope, last_used_at FROM tokens
+            r#"SELECT id AS "token_id!", name, scope, labels, last_used_at FROM tokens
                WHERE hash = ? AND revoked_at IS NULL"#,
             hash
         )
@@ -84,11 +107,36 @@ impl Db {
         Ok(())
     }
 
+    /// Creates a worker token granted `labels` (comma-separated): its worker may claim with
+    /// those and no others. The token is returned once and stored hashed.
+    pub async fn create_worker_token(
+        &self,
+        name: &str,
+        labels: &str,
+        now: i64,
+    ) -> Result<String, DbError> {
+        let labels = super::normalize_labels(labels)?;
+        self.insert_token(name, TokenScope::Worker, &labels, now)
+            .await
+    }
+
+    /// The token a job's current lease was handed to (None when the job is not running, or
+    /// was claimed before tokens were recorded).
+    pub async fn job_lease_token(&self, job_id: i64) -> Result<Option<i64>, DbError> {
+        Ok(sqlx::query_scalar!(
+            "SELECT leased_token_id FROM jobs WHERE id = ? AND state = 'running'",
+            job_id
+        )
+        .fetch_optional(&self.reader)
+        .await?
+        .flatten())
+    }
+
     /// Every token, newest first.
     pub async fn tokens(&self) -> Result<Vec<TokenRow>, DbError> {
         Ok(sqlx::query_as!(
             TokenRow,
-            r#"SELECT id, name, scope, created_at, last_used_at, revoked_at
+            r#"SELECT id, name, scope, labels, created_at, last_used_at, revoked_at
                FROM tokens ORDER BY id DESC"#
         )
         .fetch_all(&self.reader)

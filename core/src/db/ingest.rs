@@ -26,6 +26,9 @@ pub struct RunRecord<'a> {
     pub suites: &'a [SuiteUpload],
     /// Which `kymo.toml` a worker's run used.
     pub config: Option<&'a ConfigUsed>,
+    /// An upload's idempotency key: a second upload with the same key stores nothing and gets
+    /// the first one's run.
+    pub upload_key: Option<&'a str>,
 }
 
 /// What a stored run added.
@@ -127,6 +130,12 @@ impl Db {
         let config_source = record.config.map(|c| c.source.as_str());
         let config_hash = record.config.map(|c| c.sha256.as_str());
         let mut tx = self.begin_write().await?;
+        if let Some(key) = record.upload_key {
+            // Under the write lock: two attempts with one key cannot both get past this.
+            if let Some(stored) = upload_by_key(&mut tx, record.repository_id, key).await? {
+                return Ok(stored);
+            }
+        }
         if let Some((id, lease)) = record.job {
             // A succeeded job keeps its log tail too, for the queue page and `kymo jobs`.
             let updated = sqlx::query!(
@@ -179,12 +188,56 @@ impl Db {
                 batches.count
             )));
         }
+        if let Some(key) = record.upload_key {
+            let measurements = i64::try_from(batches.count).unwrap_or(i64::MAX);
+            sqlx::query!(
+                r#"INSERT INTO upload_keys (repository_id, key, run_id, measurements, created_at)
+                   VALUES (?, ?, ?, ?, ?)"#,
+                record.repository_id,
+                key,
+                run_id,
+                measurements,
+                now
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(IngestSummary {
             run_id,
             measurements: batches.count,
         })
     }
+}
+
+impl Db {
+    /// The run an earlier upload with idempotency key `key` stored in the repository, if any.
+    pub async fn upload_with_key(
+        &self,
+        repository_id: i64,
+        key: &str,
+    ) -> Result<Option<IngestSummary>, DbError> {
+        let mut connection = self.reader.acquire().await?;
+        upload_by_key(&mut connection, repository_id, key).await
+    }
+}
+
+async fn upload_by_key(
+    connection: &mut sqlx::SqliteConnection,
+    repository_id: i64,
+    key: &str,
+) -> Result<Option<IngestSummary>, DbError> {
+    let row = sqlx::query!(
+        "SELECT run_id, measurements FROM upload_keys WHERE repository_id = ? AND key = ?",
+        repository_id,
+        key
+    )
+    .fetch_optional(&mut *connection)
+    .await?;
+    Ok(row.map(|row| IngestSummary {
+        run_id: row.run_id,
+        measurements: usize::try_from(row.measurements).unwrap_or(0),
+    }))
 }
 
 /// Adds the benchmarks and series of `batches` that `record`'s repository and machine lack.

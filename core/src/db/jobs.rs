@@ -287,39 +287,50 @@ impl Db {
         Ok(id)
     }
 
-    /// Hands the next job for `machine_id` to its worker under a fresh lease, after returning
-    /// expired leases to the queue.
+    /// Hands the next job for `machine_id` to its worker under a fresh lease held by the token
+    /// `token_id`, after returning expired leases to the queue. Only jobs of repositories
+    /// whose required labels are among `labels` (what the token may claim with) are handed
+    /// out: a job queued for this machine under labels it no longer holds waits.
     pub async fn claim_job(
         &self,
         machine_id: i64,
+        token_id: i64,
+        labels: &str,
         settings: LeaseSettings,
         now: i64,
     ) -> Result<Option<ClaimedJob>, DbError> {
         self.expire_leases(now).await?;
         let mut tx = self.begin_write().await?;
-        let next = sqlx::query!(
-            r#"SELECT j.id AS "id!", r.name, r.url, r.suites_toml, c.sha
+        // Jobs this machine may not run stay queued; looking past a bounded number of them
+        // keeps a claim cheap however long the queue is.
+        let candidates = sqlx::query!(
+            r#"SELECT j.id AS "id!", r.name, r.url, r.suites_toml, r.machine_labels, c.sha
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                WHERE j.state = 'queued' AND (j.machine_id = ? OR j.machine_id IS NULL)
-               ORDER BY j.priority DESC, j.id LIMIT 1"#,
+               ORDER BY j.priority DESC, j.id LIMIT 256"#,
             machine_id
         )
-        .fetch_optional(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
-        let Some(next) = next else {
+        let Some(next) = candidates
+            .into_iter()
+            .find(|job| labels_satisfy(&job.machine_labels, labels))
+        else {
             return Ok(None);
         };
         let lease_id = random_secret("");
         let expires = now + settings.lease_seconds;
         sqlx::query!(
             r#"UPDATE jobs SET state = 'running', machine_id = ?, lease_id = ?, lease_expires_at = ?,
-                               attempts = attempts + 1, started_at = ?, phase = NULL
+                               attempts = attempts + 1, started_at = ?, phase = NULL,
+                               leased_token_id = ?
                WHERE id = ?"#,
             machine_id,
             lease_id,
             expires,
             now,
+            token_id,
             next.id
         )
         .execute(&mut *tx)

@@ -138,16 +138,28 @@ impl Db {
         scope: TokenScope,
         now: i64,
     ) -> Result<String, DbError> {
+        self.insert_token(name, scope, "", now).await
+    }
+
+    /// Stores a new token (hashed) with its scope and granted labels; returns the token.
+    pub(super) async fn insert_token(
+        &self,
+        name: &str,
+        scope: TokenScope,
+        labels: &str,
+        now: i64,
+    ) -> Result<String, DbError> {
         super::validate_token_name(name)?;
         let token = random_secret("kymo_");
         let hash = token_hash(&token);
         let scope = scope.as_str();
         let mut tx = self.begin_write().await?;
         sqlx::query!(
-            "INSERT INTO tokens (name, scope, hash, created_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO tokens (name, scope, hash, labels, created_at) VALUES (?, ?, ?, ?, ?)",
             name,
             scope,
             hash,
+            labels,
             now
         )
         .execute(&mut *tx)

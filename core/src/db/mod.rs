@@ -110,6 +110,7 @@ pub struct Db {
 impl Db {
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     pub async fn open(path: &Path) -> Result<Db, DbError> {
+        owner_only(path)?;
         let options = SqliteConnectOptions::from_str("sqlite:")?
             .filename(path)
             .create_if_missing(true)
@@ -172,4 +173,36 @@ impl Db {
         self.reader.close().await;
         self.writer.close().await;
     }
+}
+
+/// Makes the database file readable by its owner only (mode 0600), creating it so if it is
+/// new: it holds webhook secrets, forge tokens and git credentials. SQLite gives its `-wal`
+/// and `-shm` files the database's mode; an older database's are tightened here too.
+fn owner_only(path: &Path) -> Result<(), DbError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let io = |err: std::io::Error| {
+        DbError::Invalid(format!(
+            "cannot secure the database {}: {err}",
+            path.display()
+        ))
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = std::path::PathBuf::from(name);
+        match std::fs::metadata(&file) {
+            Ok(meta) if meta.permissions().mode() & 0o077 != 0 => {
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                    .map_err(io)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

@@ -83,6 +83,7 @@ impl Synthetic {
             log: "",
             suites,
             config: None,
+            upload_key: None,
         };
         self.db.store_run(record, 600 * i as i64).await.unwrap()
     }

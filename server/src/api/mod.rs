@@ -17,7 +17,7 @@ pub use verdicts::{csv_response, load_regression};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};
 use axum::http::request::Parts;
-use kymo_core::db::TokenScope;
+use kymo_core::db::{Credential, TokenScope};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -87,7 +87,10 @@ fn documented() -> OpenApiRouter<AppState> {
 
 /// The API router, mounted at [`PREFIX`].
 pub fn router() -> Router<AppState> {
-    documented().split_for_parts().0
+    documented()
+        .split_for_parts()
+        .0
+        .layer(axum::middleware::from_fn(crate::limits::json_refusals))
 }
 
 /// The API's OpenAPI document (what `GET /api/v1/openapi.json` serves).
@@ -123,14 +126,16 @@ impl From<axum::extract::rejection::QueryRejection> for AppError {
     }
 }
 
-/// Proof that the request carries a live worker (or admin) token.
-pub struct WorkerAuth;
+/// The live worker (or admin) token the request carries: its id holds the leases it claims,
+/// its granted labels bound what it may claim.
+pub struct WorkerAuth(pub Credential);
 
 impl FromRequestParts<AppState> for WorkerAuth {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        crate::auth::require_scope(parts, state, TokenScope::Worker).await?;
-        Ok(WorkerAuth)
+        crate::auth::require_token(parts, state, TokenScope::Worker)
+            .await
+            .map(WorkerAuth)
     }
 }

@@ -5,8 +5,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::credentials::{GitCredential, redact_secrets, split_url_credentials};
 use kymo_core::db::{
-    CommitMeasurementRow, CommitRow, CommitRunRow, JobReason, RepositoryRow, RepositorySettings,
-    RepositorySummary, RunRecord, validate_repository,
+    CommitMeasurementRow, CommitRow, CommitRunRow, IngestSummary, JobReason, RepositoryRow,
+    RepositorySettings, RepositorySummary, RunRecord, validate_repository,
 };
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{
@@ -203,6 +203,7 @@ pub async fn commit(
     request_body = UploadRequest,
     responses(
         (status = 201, description = "Stored and analysed", body = UploadAccepted),
+        (status = 200, description = "An upload with this `Idempotency-Key` was stored already: its run", body = UploadAccepted),
         (status = 404, description = "No such repository", body = ApiErrorBody),
         (status = 413, description = "Body too large", body = ApiErrorBody),
         (status = 422, description = "Malformed or invalid results", body = ApiErrorBody)))]
@@ -210,8 +211,10 @@ pub async fn upload_results(
     State(state): State<AppState>,
     _uploader: Uploader,
     Path(repo): Path<String>,
+    headers: axum::http::HeaderMap,
     ApiJson(upload): ApiJson<UploadRequest>,
 ) -> AppResult<(StatusCode, Json<UploadAccepted>)> {
+    let key = idempotency_key(&headers)?;
     let repo = state.db.repository(&repo).await?;
     kymo_core::results::validate_suites(&upload.suites).map_err(AppError::BadRequest)?;
     kymo_core::results::validate_environment(&upload.environment).map_err(AppError::BadRequest)?;
@@ -246,6 +249,16 @@ pub async fn upload_results(
             ));
         }
     };
+    let accepted = |summary: IngestSummary| UploadAccepted {
+        run: summary.run_id,
+        machine: machine.clone(),
+        measurements: summary.measurements,
+    };
+    if let Some(key) = key
+        && let Some(stored) = state.db.upload_with_key(repo.id, key).await?
+    {
+        return Ok((StatusCode::OK, Json(accepted(stored))));
+    }
     let summary = state
         .db
         .store_run(
@@ -258,17 +271,33 @@ pub async fn upload_results(
                 log: "",
                 suites: &upload.suites,
                 config: None,
+                upload_key: key,
             },
             now,
         )
         .await?;
     crate::analysis::after_stored_run(&state, repo.id, summary.run_id).await;
-    Ok((
-        StatusCode::CREATED,
-        Json(UploadAccepted {
-            run: summary.run_id,
-            machine,
-            measurements: summary.measurements,
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(accepted(summary))))
+}
+
+/// Longest `Idempotency-Key` accepted.
+const MAX_IDEMPOTENCY_KEY: usize = 128;
+
+/// The upload's `Idempotency-Key`: 1-128 printable ASCII characters, if sent.
+fn idempotency_key(headers: &axum::http::HeaderMap) -> AppResult<Option<&str>> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(key)
+            if !key.is_empty()
+                && key.len() <= MAX_IDEMPOTENCY_KEY
+                && key.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            Ok(Some(key))
+        }
+        _ => Err(AppError::BadRequest(format!(
+            "Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} printable ASCII characters"
+        ))),
+    }
 }

@@ -54,7 +54,7 @@ pub struct DeliveryOutcome {
         (status = 404, description = "Unknown provider or repository", body = ApiErrorBody),
         (status = 413, description = "Body over 2 MiB", body = ApiErrorBody),
         (status = 422, description = "Malformed payload or missing event header", body = ApiErrorBody),
-        (status = 429, description = "Too many bad signatures from this address", body = ApiErrorBody)))]
+        (status = 429, description = "Too many bad signatures or unknown repositories from this address", body = ApiErrorBody)))]
 /// `POST /webhooks/{github,gitlab,gitea}`.
 pub async fn receive_push(
     state: State<AppState>,
@@ -161,7 +161,8 @@ async fn receive(
     query: &WebhookQuery,
 ) -> AppResult<(StatusCode, Json<DeliveryOutcome>)> {
     let (provider, headers, body) = (arrived.provider, arrived.headers, arrived.body);
-    // Senders of bad signatures are slowed down before anything is looked up.
+    // Senders of bad signatures or unknown repositories are slowed down before anything is
+    // looked up.
     state.limiter.check(arrived.client, state.now())?;
     let names = provider_headers(provider);
     let event_name = header(headers, names.event)
@@ -198,6 +199,9 @@ async fn receive(
     let repo = match find_repository(state, query, body).await {
         Ok(repo) => repo,
         Err(err) => {
+            // Deliveries for no tracked repository are counted like bad signatures: a flood
+            // of them is refused before it writes a row each and buries real deliveries.
+            state.limiter.fail(arrived.client, state.now());
             log("rejected", err.status(), &err.to_string(), None).await?;
             return Err(err);
         }

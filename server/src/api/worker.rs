@@ -2,14 +2,14 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use kymo_core::db::{DbError, RunRecord, normalize_labels};
+use kymo_core::db::{Credential, DbError, RunRecord};
 use kymo_core::protocol::{
     ApiErrorBody, ClaimRequest, ClaimResponse, Completion, Heartbeat, JobOutcome, log_tail,
 };
 use serde_json::{Value, json};
 
 use super::{ApiJson, WorkerAuth};
-use crate::error::AppResult;
+use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 /// Longest error message and log tail kept for a failed job.
@@ -21,18 +21,31 @@ const MAX_LOG_BYTES: usize = 64 * 1024;
     responses((status = 200, description = "A job under a lease, or `job: null`", body = ClaimResponse), (status = 401, description = "Missing or unknown worker token", body = ApiErrorBody)))]
 pub async fn claim(
     State(state): State<AppState>,
-    _auth: WorkerAuth,
+    WorkerAuth(token): WorkerAuth,
     ApiJson(request): ApiJson<ClaimRequest>,
 ) -> AppResult<Json<ClaimResponse>> {
     let now = state.now();
     // upsert_machine keeps the first 128 characters of the name.
     let name = &request.environment.hostname;
-    let labels = normalize_labels(&request.labels.join(","))?;
+    // A worker may claim only with the labels an admin granted to its token: the others it
+    // declares are ignored (and logged), so declaring `secure` does not reach the jobs of a
+    // repository restricted to `secure` machines.
+    let (labels, refused) = token.grant(&request.labels.join(","))?;
+    if !refused.is_empty() {
+        tracing::warn!(
+            token = token.name,
+            ?refused,
+            "labels not granted to this worker token are ignored"
+        );
+    }
     let (machine_id, _) = state
         .db
         .upsert_machine(&request.specs, name, Some(&labels), now)
         .await?;
-    let job = state.db.claim_job(machine_id, state.leases, now).await?;
+    let job = state
+        .db
+        .claim_job(machine_id, token.token_id, &labels, state.leases, now)
+        .await?;
     if let Some(job) = &job {
         tracing::info!(job = job.id, commit = %job.commit, repo = job.repository, "job claimed");
         let target = state.db.job_target(job.id).await?;
@@ -44,13 +57,15 @@ pub async fn claim(
 #[utoipa::path(post, path = "/worker/jobs/{id}/heartbeat", tag = "worker", security(("worker_token" = [])),
     params(("id" = i64, Path, description = "Job id")), request_body = Heartbeat,
     responses((status = 200, description = "The lease is renewed: `{\"lease_seconds\": N}`", body = Value), (status = 401, description = "Missing or unknown worker token", body = ApiErrorBody),
+        (status = 403, description = "The job is leased to another token", body = ApiErrorBody),
         (status = 409, description = "The lease was lost", body = ApiErrorBody)))]
 pub async fn heartbeat(
     State(state): State<AppState>,
-    _auth: WorkerAuth,
+    WorkerAuth(token): WorkerAuth,
     Path(id): Path<i64>,
     ApiJson(beat): ApiJson<Heartbeat>,
 ) -> AppResult<Json<Value>> {
+    ensure_lease_holder(&state, id, &token).await?;
     let phase = beat.phase.as_deref().map(clean_phase);
     state
         .db
@@ -68,14 +83,16 @@ pub async fn heartbeat(
 #[utoipa::path(post, path = "/worker/jobs/{id}/complete", tag = "worker", security(("worker_token" = [])),
     params(("id" = i64, Path, description = "Job id")), request_body = Completion,
     responses((status = 200, description = "`{\"state\": \"succeeded\"|\"failed\"}`", body = Value), (status = 401, description = "Missing or unknown worker token", body = ApiErrorBody),
+        (status = 403, description = "The job is leased to another token", body = ApiErrorBody),
         (status = 409, description = "The lease was lost", body = ApiErrorBody),
         (status = 422, description = "Results refused; the job fails with the reason", body = ApiErrorBody)))]
 pub async fn complete(
     State(state): State<AppState>,
-    _auth: WorkerAuth,
+    WorkerAuth(token): WorkerAuth,
     Path(id): Path<i64>,
     ApiJson(completion): ApiJson<Completion>,
 ) -> AppResult<Json<Value>> {
+    ensure_lease_holder(&state, id, &token).await?;
     let now = state.now();
     let lease = completion.lease_id.as_str();
     match &completion.outcome {
@@ -109,6 +126,7 @@ pub async fn complete(
                 log: log_tail(log, MAX_LOG_BYTES),
                 suites,
                 config: config.as_ref().filter(|c| is_sha256_hex(&c.sha256)),
+                upload_key: None,
             };
             match state.db.store_run(record, now).await {
                 Ok(summary) => {
@@ -141,6 +159,17 @@ pub async fn complete(
                 Err(other) => Err(other.into()),
             }
         }
+    }
+}
+
+/// Refuses a heartbeat or completion sent with another token than the one the job's lease
+/// was handed to (the lease id is checked as well, when the job is written).
+async fn ensure_lease_holder(state: &AppState, job: i64, token: &Credential) -> AppResult<()> {
+    match state.db.job_lease_token(job).await? {
+        Some(holder) if holder != token.token_id => Err(AppError::Forbidden(format!(
+            "job {job} is leased to another token"
+        ))),
+        _ => Ok(()),
     }
 }
 

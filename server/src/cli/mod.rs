@@ -130,6 +130,14 @@ pub struct ServeArgs {
     /// [default: http:// and the listen address].
     #[arg(long, env = "KYMO_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Seconds a client may take to send a request's header, or stay idle between requests.
+    #[arg(
+        long,
+        env = "KYMO_HEADER_READ_TIMEOUT",
+        default_value_t = 10,
+        hide = true
+    )]
+    pub header_read_timeout: u64,
     /// Seconds a job's lease lasts without a heartbeat.
     #[arg(long, env = "KYMO_LEASE_SECONDS", default_value_t = 60, hide = true)]
     pub lease_seconds: i64,
@@ -139,9 +147,13 @@ pub struct ServeArgs {
     /// Mark session cookies Secure: set it when users reach kymo over TLS (a proxy).
     #[arg(long, env = "KYMO_SECURE_COOKIES")]
     pub secure_cookies: bool,
-    /// Labels the embedded worker offers (comma-separated).
+    /// Labels the embedded worker offers (comma-separated); its token is granted them.
     #[arg(long = "label", value_delimiter = ',')]
     pub labels: Vec<String>,
+    /// The address of a reverse proxy in front of kymo: for requests from it, lock-outs count
+    /// the client its `X-Forwarded-For` names instead of the proxy.
+    #[arg(long, env = "KYMO_TRUSTED_PROXY")]
+    pub trusted_proxy: Option<std::net::IpAddr>,
     #[command(flatten)]
     pub unconfined: UnconfinedArg,
 }
@@ -215,9 +227,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 access: crate::auth::AccessSettings {
                     private: args.private,
                     secure_cookies: args.secure_cookies,
+                    trusted_proxy: args.trusted_proxy,
                 },
                 public_url: args.public_url,
                 allow_unconfined_suites: args.unconfined.allow_unconfined_suites,
+                header_read_timeout: std::time::Duration::from_secs(
+                    args.header_read_timeout.clamp(1, 3600),
+                ),
             })
             .await
         }
@@ -370,8 +386,24 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
         suites,
     };
     let path = format!("/repos/{}/results", args.repo);
+    // The same results uploaded again (a retry after a timeout, a re-run CI step) are stored
+    // once: the key is their digest.
+    let key = format!(
+        "upload-{}",
+        kymo_core::webhook::sign_hmac_sha256("", &serde_json::to_vec(&request)?)
+    );
     let waiting = progress::spinner(format!("uploading {} suite(s)", request.suites.len()));
-    let answer = blocking(move || client(&args.server).post(&path, &request)).await;
+    let answer = blocking(move || {
+        let client = client(&args.server);
+        match client.post_with_key(&path, &request, Some(&key)) {
+            // The server gave up waiting, perhaps after storing the run: ask again.
+            Err(err) if refused_with(&err, 408) => {
+                client.post_with_key(&path, &request, Some(&key))
+            }
+            other => other,
+        }
+    })
+    .await;
     waiting.finish_and_clear();
     let accepted: UploadAccepted = answer?;
     println!(
@@ -379,6 +411,12 @@ async fn upload(args: UploadArgs) -> anyhow::Result<()> {
         accepted.measurements, accepted.run, accepted.machine
     );
     Ok(())
+}
+
+/// Whether `err` is the server's refusal with `status`.
+fn refused_with(err: &anyhow::Error, status: u16) -> bool {
+    err.downcast_ref::<kymo_worker::client::Refused>()
+        .is_some_and(|refused| refused.status == status)
 }
 
 /// The files to upload: `path` itself, or the files of the directory it names (`.json`

@@ -20,6 +20,10 @@ pub enum TokenCommand {
         /// A token for a worker machine with this name.
         #[arg(long)]
         worker: Option<String>,
+        /// Labels the worker token may claim with (comma-separated): a worker declaring
+        /// others is not given the jobs that need them.
+        #[arg(long, requires = "worker", value_delimiter = ',')]
+        labels: Vec<String>,
         /// A token that may change anything (the CLI, the dashboard's login).
         #[arg(long)]
         admin: Option<String>,
@@ -77,6 +81,7 @@ pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create {
             worker,
+            labels,
             admin,
             upload,
             db,
@@ -87,7 +92,14 @@ pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
                 (_, _, Some(name)) => (name, TokenScope::Upload),
                 _ => unreachable!("clap requires one scope"),
             };
-            let token = open(&db).await?.create_token(&name, scope, now).await?;
+            let db = open(&db).await?;
+            let token = match scope {
+                TokenScope::Worker => {
+                    db.create_worker_token(&name, &labels.join(","), now)
+                        .await?
+                }
+                _ => db.create_token(&name, scope, now).await?,
+            };
             println!("{token}");
             eprintln!(
                 "{} token for {name:?}: shown once, stored hashed",
@@ -101,18 +113,19 @@ pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
                 return Ok(());
             }
             println!(
-                "{:>4}  {:<24} {:<7} {:<20} {:<20} STATE",
-                "ID", "NAME", "SCOPE", "CREATED", "LAST USED"
+                "{:>4}  {:<24} {:<7} {:<20} {:<20} {:<20} STATE",
+                "ID", "NAME", "SCOPE", "LABELS", "CREATED", "LAST USED"
             );
             for t in tokens {
                 let state = t
                     .revoked_at
                     .map_or("live".to_owned(), |at| format!("revoked {}", utc(at)));
                 println!(
-                    "{:>4}  {:<24} {:<7} {:<20} {:<20} {state}",
+                    "{:>4}  {:<24} {:<7} {:<20} {:<20} {:<20} {state}",
                     t.id,
                     t.name,
                     t.scope,
+                    if t.labels.is_empty() { "-" } else { &t.labels },
                     utc(t.created_at),
                     t.last_used_at.map_or("never".to_owned(), utc),
                 );

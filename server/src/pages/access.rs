@@ -55,14 +55,54 @@ pub struct NextQuery {
     next: Option<String>,
 }
 
-/// Only paths of this site are followed after logging in.
+/// Longest `next` path followed after logging in.
+const MAX_NEXT_BYTES: usize = 2048;
+
+/// Only paths of this site are followed after logging in: `/` then anything but `/` or `\`,
+/// printable ASCII only, also once percent-decoded (a browser reads `/%09/evil.example` or
+/// `/\t/evil.example` as the host `evil.example`). Anything else goes to `/`.
 fn local_path(next: Option<&str>) -> String {
+    let relative = |path: &str| {
+        path.starts_with('/')
+            && !matches!(path.as_bytes().get(1), Some(b'/' | b'\\'))
+            && !path.chars().any(char::is_control)
+    };
+    let printable = |path: &str| path.bytes().all(|b| b.is_ascii_graphic() && b != b'\\');
     match next {
-        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') => {
-            path.chars().take(2048).collect()
+        Some(path)
+            if path.len() <= MAX_NEXT_BYTES
+                && printable(path)
+                && relative(path)
+                && relative(&percent_decoded(path)) =>
+        {
+            path.to_owned()
         }
         _ => "/".into(),
     }
+}
+
+/// `text` with its `%XX` escapes decoded (bytes that are not UTF-8 become U+FFFD).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 pub async fn login_page(viewer: Viewer, Query(query): Query<NextQuery>) -> PageResult {
@@ -95,10 +135,11 @@ pub async fn login(
         return Err(AppError::Forbidden("a cross-site login was refused".into()).into());
     }
     let now = state.now();
-    state.limiter.check(client, now)?;
     let next = local_path(form.next.as_deref());
     let credential = state.db.credential(form.token.trim()).await?;
+    // A live admin token logs in even from an address that others locked out.
     let Some(credential) = credential.filter(|c| c.allows(TokenScope::Admin)) else {
+        state.limiter.check(client, now)?;
         state.limiter.fail(client, now);
         tracing::warn!(client = %client, "failed login");
         let page = LoginPage {
@@ -146,4 +187,40 @@ pub async fn logout(
         HeaderValue::from_static("kymo_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
     );
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_same_site_paths_are_followed_after_logging_in() {
+        for good in ["/", "/repos/app?x=1#top", "/compare/a...b", "/a%20b"] {
+            assert_eq!(local_path(Some(good)), good);
+        }
+        for bad in [
+            "//evil.example",
+            "/\\evil.example",
+            "/\t/evil.example/phish",
+            "/%09/evil.example/phish",
+            "/%2F/evil.example",
+            "/%5Cevil.example",
+            "/a\nb",
+            "/a%0d%0aSet-Cookie:x=1",
+            "/caf\u{e9}",
+            "https://evil.example",
+            "evil.example",
+            "",
+        ] {
+            assert_eq!(local_path(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(local_path(Some(&format!("/{}", "a".repeat(5000)))), "/");
+        assert_eq!(local_path(None), "/");
+    }
+
+    #[test]
+    fn percent_decoding_keeps_what_is_not_an_escape() {
+        assert_eq!(percent_decoded("/%41%zz%4"), "/A%zz%4");
+        assert_eq!(percent_decoded("%ff"), "\u{fffd}");
+    }
 }

@@ -1,4 +1,20 @@
-//! How numbers and times are written on pages.
+//! How numbers, times and links are written on pages.
+
+use kymo_core::protocol::query_value;
+
+/// The link to a benchmark's page: its name percent-encoded, so that `?`, `#`, `%` and
+/// spaces stay part of the name. A name with an empty, `.` or `..` part has its `/` encoded
+/// too: a browser would otherwise resolve `a/../../queue` to another page.
+pub fn benchmark_href(repo: &str, name: &str) -> String {
+    let dotted = name.split('/').any(|part| matches!(part, "" | "." | ".."));
+    let encoded = query_value(name);
+    let encoded = if dotted {
+        encoded.replace('/', "%2F")
+    } else {
+        encoded
+    };
+    format!("/repos/{}/benchmarks/{encoded}", query_value(repo))
+}
 
 /// `2026-11-22 19:44 UTC` from Unix seconds.
 pub fn utc(seconds: i64) -> String {
@@ -103,6 +119,26 @@ pub fn summary(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn benchmark_links_keep_the_whole_name_in_one_path() {
+        assert_eq!(
+            benchmark_href("app", "bus/steady/one"),
+            "/repos/app/benchmarks/bus/steady/one"
+        );
+        assert_eq!(
+            benchmark_href("app", "q?x=1#frag 100%"),
+            "/repos/app/benchmarks/q%3Fx%3D1%23frag%20100%25"
+        );
+        assert_eq!(
+            benchmark_href("app", "dots/../../../queue"),
+            "/repos/app/benchmarks/dots%2F..%2F..%2F..%2Fqueue"
+        );
+        assert_eq!(
+            benchmark_href("app", "a//b"),
+            "/repos/app/benchmarks/a%2F%2Fb"
+        );
+    }
 
     #[test]
     fn utc_renders_known_instants() {

@@ -138,6 +138,35 @@ async fn personal_and_failed_requests_are_never_served_from_the_cache() {
 }
 
 #[tokio::test]
+async fn cookies_that_are_not_a_live_session_do_not_bypass_the_cache() {
+    let app = TestApp::new().await;
+    stepped(&app).await;
+    settled_version(&app.state.db).await;
+    let page = "/repos/r";
+    assert_eq!(served(&raw(&app, page).await), Some("miss"));
+    for cookie in [
+        "a=b",
+        "kymo_session=forged",
+        "kymo_session=",
+        "theme=dark; kymo_session=0000; x",
+        &format!("kymo_session={}", "f".repeat(5000)),
+    ] {
+        let response = send_with(&app, Method::GET, page, &[("cookie", cookie)]).await;
+        assert_eq!(response.status, StatusCode::OK, "{cookie}");
+        assert_eq!(served(&response), Some("hit"), "{cookie}");
+    }
+    // A session that was live and ended is anonymous again.
+    let (cookie, _) = app.login().await;
+    let live = send_with(&app, Method::GET, page, &[("cookie", cookie.as_str())]).await;
+    assert_eq!(served(&live), None, "a live session's page is its own");
+    let secret = cookie.split_once('=').unwrap().1;
+    let session = app.state.db.session(secret, 1_800_000_000).await.unwrap();
+    app.state.db.end_session(session.unwrap().id).await.unwrap();
+    let ended = send_with(&app, Method::GET, page, &[("cookie", cookie.as_str())]).await;
+    assert!(matches!(served(&ended), Some("hit" | "miss" | "stale")));
+}
+
+#[tokio::test]
 async fn readers_that_take_gzip_get_it_kept_compressed_and_others_get_plain_text() {
     let app = TestApp::new().await;
     stepped(&app).await;

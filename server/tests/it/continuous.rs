@@ -27,14 +27,20 @@ fn specs(cpu: &str) -> MachineSpecs {
 
 /// A worker in this process, presenting `cpu` as its CPU model (so its own fingerprint).
 fn worker(server: &KymoServer, cpu: &str, labels: &[&str], cache: &Path) -> Worker {
-    let token = assert_ok(&server.kymo(&[
+    let grant = labels.join(",");
+    let db = server.db_path();
+    let mut args = vec![
         "token",
         "create",
         "--worker",
         cpu,
         "--db",
-        server.db_path().to_str().unwrap(),
-    ]));
+        db.to_str().unwrap(),
+    ];
+    if !labels.is_empty() {
+        args.extend(["--labels", grant.as_str()]);
+    }
+    let token = assert_ok(&server.kymo(&args));
     Worker::new(WorkerConfig {
         server: server.url.clone(),
         token: token.trim().to_owned(),

@@ -50,6 +50,7 @@ async fn kymo_serve_delivers_in_the_background_and_stops_cleanly() {
         public_url: Some("https://kymo.example/".into()),
         worker_labels: Vec::new(),
         allow_unconfined_suites: false,
+        header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
         access: Default::default(),
     })
     .await
