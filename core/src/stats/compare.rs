@@ -171,15 +171,29 @@ fn t_quantile(p: f64, df: f64) -> f64 {
 
 /// Without history, the run-to-run spread is unknown; samples only show the spread within
 /// one run. Two runs are assumed to differ by about as much as two single samples (√2 × the
-/// pooled within-run standard deviation), a cautious guess reported as evidence.
+/// pooled within-run standard deviation), a cautious guess reported as evidence. Between
+/// positive samples each run's spread is taken relative to its own median and pooled as such
+/// (sizes are compared on the ratio scale): otherwise a run 2.5× slower, whose spread in
+/// nanoseconds is 2.5× wider too, would set a threshold in the baseline's units that hides its
+/// own change.
 fn run_to_run_from_samples(base: &[f64], head: &[f64]) -> NoiseEstimate {
     let (nb, nh) = (base.len() as f64, head.len() as f64);
-    let pooled = ((within_run_sd(base).powi(2) * (nb - 1.0)
-        + within_run_sd(head).powi(2) * (nh - 1.0))
+    let positive = base.iter().chain(head).all(|&v| v > 0.0);
+    let (base_center, head_center) = (median(base), median(head));
+    let spread = |side: &[f64], center: f64| {
+        if positive {
+            within_run_sd(side) / center
+        } else {
+            within_run_sd(side)
+        }
+    };
+    let pooled = ((spread(base, base_center).powi(2) * (nb - 1.0)
+        + spread(head, head_center).powi(2) * (nh - 1.0))
         / (nb + nh - 2.0))
         .sqrt();
+    let unit = if positive { base_center } else { 1.0 };
     NoiseEstimate {
-        sd: (std::f64::consts::SQRT_2 * pooled).min(f64::MAX),
+        sd: (std::f64::consts::SQRT_2 * pooled * unit).min(f64::MAX),
         df: nb + nh - 2.0,
     }
 }

@@ -145,3 +145,24 @@ fn heavy_tailed_samples_of_unchanged_code_raise_no_alarm() {
     }
     assert!(alarms <= 1, "{alarms} false alarms in 200");
 }
+
+/// The `hex` crate's 0.3.2 → 0.4.0 encode as recorded by `docs/trials/hex.md`: 75 quiet
+/// samples, then 75 samples 2.5× slower whose spread under load is ten times wider, after a
+/// history of five quiet commits. The head's wide spread in nanoseconds must not become a
+/// threshold in the baseline's units that hides its own change.
+#[test]
+fn a_slower_run_with_a_wider_spread_is_still_a_regression() {
+    let s = Sensitivity::default();
+    for seed in 0..20 {
+        let mut rng = Rng::new(500 + seed);
+        let quiet = history(&mut rng, &[24_800.0; 6], 75, 0.011);
+        let noise = noise_model(&values_only(&quiet));
+        let head = samples(&mut rng, 75, 61_000.0, 0.10);
+        let v = compare(&quiet[5].samples, &head, Direction::Lower, &noise, &s);
+        assert_eq!(v.kind, VerdictKind::Regression, "seed {seed}: {v:?}");
+        // The same code measured again, under the same load, is no change.
+        let again = loaded(&mut rng, 75, 24_800.0);
+        let v = compare(&quiet[5].samples, &again, Direction::Lower, &noise, &s);
+        assert!(!v.kind.is_change(), "seed {seed}: {v:?}");
+    }
+}
