@@ -20,9 +20,10 @@ use serde::Serialize;
 
 use crate::model::Direction;
 
+use super::compare::compare;
 use super::distribution::{normal_quantile, normal_sf};
 use super::mann_whitney::{mann_whitney, shift_interval};
-use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
+use super::noise::{CommitObservation, noise_model, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median, median_in_place};
 use super::segmentation::{PrefixSums, seeded_candidates, suppress_short_excursions};
 use super::sensitivity::Sensitivity;
@@ -107,8 +108,11 @@ pub fn detect_change_points(
         splits[i] = refined(&sums, &splits, i, n, &s);
     }
 
+    let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
     let confirm = Confirmation {
         values: &values,
+        observations: &kept,
+        direction,
         standardized: &filtered,
         steppiness: threshold * threshold,
         settings: &s,
@@ -208,6 +212,9 @@ struct Evidence {
 
 struct Confirmation<'a> {
     values: &'a [f64],
+    /// The observations behind `values`, with their samples.
+    observations: &'a [&'a CommitObservation],
+    direction: Direction,
     /// The values in units of their noise, short excursions suppressed.
     standardized: &'a [f64],
     /// How much better (in squared noise units) a step must fit than a straight line.
@@ -231,10 +238,17 @@ impl Confirmation<'_> {
         let after = median_in_place(&mut right.to_vec());
         let delta = (after - before).clamp(-f64::MAX, f64::MAX);
         let change_pct = PercentBase::new(before, after).percent(delta);
-        let p_value = for_autocorrelation(
+        let mut p_value = for_autocorrelation(
             mann_whitney(right, left).p_value,
             lag_one_correlation(left, right),
         );
+        if p_value >= s.change_point_alpha && fully_separated(left, right) {
+            // Too few commits for the rank test of their values to reach `alpha`, however
+            // clear the step: the samples of the two commits beside it decide.
+            if let Some(p) = self.samples_across(left_start, at) {
+                p_value = p_value.min(p);
+            }
+        }
         // Judged between the neighbours, however far: a drift between two long flat
         // stretches is a step at that scale, a trend that never settles is not.
         let steppy =
@@ -252,6 +266,36 @@ impl Confirmation<'_> {
             confirmed,
         }
     }
+}
+
+impl Confirmation<'_> {
+    /// The p-value of the per-commit test (rank test on samples, minimum effect against the
+    /// noise of the commits before) between the commits on either side of `at`, when it calls
+    /// a change: the evidence of a short history whose every commit already sits on its side.
+    fn samples_across(&self, left_start: usize, at: usize) -> Option<f64> {
+        let (before, after) = (self.observations[at - 1], self.observations[at]);
+        let history: Vec<CommitObservation> = self.observations[left_start..at]
+            .iter()
+            .map(|o| CommitObservation::new(o.position, o.value))
+            .collect();
+        let verdict = compare(
+            &before.samples,
+            &after.samples,
+            self.direction,
+            &noise_model(&history),
+            self.settings,
+        );
+        (verdict.kind.is_change() && verdict.method == "mann-whitney")
+            .then_some(verdict.p_value)
+            .flatten()
+    }
+}
+
+/// Whether every value of one side lies beyond every value of the other.
+fn fully_separated(left: &[f64], right: &[f64]) -> bool {
+    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    max(left) < min(right) || max(right) < min(left)
 }
 
 /// The lag-1 autocorrelation of the ranks of the values within each side, pairs taken within

@@ -280,3 +280,52 @@ fn a_step_on_a_trend_is_still_found() {
         assert!(found[0].position.abs_diff(250) <= 2, "{found:?}");
     }
 }
+
+/// `levels[i]` commits with `n` samples of spread `cv` each.
+fn sampled(rng: &mut Rng, levels: &[(f64, f64)], n: usize) -> Vec<CommitObservation> {
+    (levels.iter().enumerate())
+        .map(|(i, &(level, cv))| {
+            let samples = (0..n).map(|_| level * (1.0 + cv * rng.normal())).collect();
+            CommitObservation::from_samples(i, samples)
+        })
+        .collect()
+}
+
+#[test]
+fn a_clear_step_in_a_short_history_is_found_from_the_samples_beside_it() {
+    // The hex crate's 0.4.0 encode (docs/trials/hex.md): six versions at 24.5k ns, eight at
+    // 57k, 75 samples each. Six against eight commits cannot reach alpha by ranks of values.
+    for seed in 0..20 {
+        let mut rng = Rng::new(900 + seed);
+        let mut levels = vec![(24_500.0, 0.011); 6];
+        levels.extend([(57_000.0, 0.08); 8]);
+        let found = detect(&sampled(&mut rng, &levels, 75));
+        assert_eq!(found.len(), 1, "seed {seed}: {found:?}");
+        assert_eq!(found[0].position, 6);
+        assert_eq!(found[0].kind, VerdictKind::Regression);
+        // Values alone (an upload of single numbers) stay below the evidence needed.
+        let values: Vec<f64> = levels.iter().map(|l| l.0).collect();
+        assert!(detect(&self::values(&values)).is_empty());
+    }
+}
+
+#[test]
+fn a_small_separated_step_with_overlapping_samples_is_not_found_from_them() {
+    let mut found = 0;
+    for seed in 0..50 {
+        let mut rng = Rng::new(1900 + seed);
+        // Commit values separated by chance, samples that overlap: 2 % against 5 % spread.
+        let mut levels = vec![(1000.0, 0.05); 6];
+        levels.extend([(1020.0, 0.05); 8]);
+        let mut series = sampled(&mut rng, &levels, 30);
+        for (i, o) in series.iter_mut().enumerate() {
+            o.value = if i < 6 {
+                1000.0 + i as f64
+            } else {
+                1020.0 + i as f64
+            };
+        }
+        found += detect(&series).len();
+    }
+    assert_eq!(found, 0, "{found} steps called from overlapping samples");
+}
