@@ -183,7 +183,11 @@ pub fn detect_change_points(
                 segment_after: next - at,
                 evidence_before: at - e.window.0,
                 evidence_after: e.window.1 - at,
-                method: "seeded-segmentation+mann-whitney",
+                method: if e.by_samples {
+                    "seeded-segmentation+samples-beside-the-step"
+                } else {
+                    "seeded-segmentation+mann-whitney"
+                },
             }
         })
         .collect()
@@ -208,6 +212,8 @@ struct Evidence {
     /// The commits the test used: `[window.0, position)` and `[position, window.1)`.
     window: (usize, usize),
     confirmed: bool,
+    /// The samples of the commits beside the step gave the p-value (a short history).
+    by_samples: bool,
 }
 
 struct Confirmation<'a> {
@@ -242,11 +248,13 @@ impl Confirmation<'_> {
             mann_whitney(right, left).p_value,
             lag_one_correlation(left, right),
         );
+        let mut by_samples = false;
         if p_value >= s.change_point_alpha && fully_separated(left, right) {
             // Too few commits for the rank test of their values to reach `alpha`, however
             // clear the step: the samples of the two commits beside it decide.
-            if let Some(p) = self.samples_across(left_start, at) {
-                p_value = p_value.min(p);
+            if let Some(p) = self.samples_across(left_start, at).filter(|&p| p < p_value) {
+                p_value = p;
+                by_samples = true;
             }
         }
         // Judged between the neighbours, however far: a drift between two long flat
@@ -264,6 +272,7 @@ impl Confirmation<'_> {
             p_value,
             window: (left_start, right_end),
             confirmed,
+            by_samples,
         }
     }
 }

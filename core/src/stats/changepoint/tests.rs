@@ -303,6 +303,10 @@ fn a_clear_step_in_a_short_history_is_found_from_the_samples_beside_it() {
         assert_eq!(found.len(), 1, "seed {seed}: {found:?}");
         assert_eq!(found[0].position, 6);
         assert_eq!(found[0].kind, VerdictKind::Regression);
+        assert_eq!(
+            found[0].method,
+            "seeded-segmentation+samples-beside-the-step"
+        );
         // Values alone (an upload of single numbers) stay below the evidence needed.
         let values: Vec<f64> = levels.iter().map(|l| l.0).collect();
         assert!(detect(&self::values(&values)).is_empty());
