@@ -6,7 +6,8 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::api::{TestApp, specs};
+use crate::api::TestApp;
+use crate::commit_status::TestWorker;
 use crate::support::TestRepo;
 
 /// A tracked repository with `n` commits, oldest first; returns it and their shas.
@@ -110,23 +111,8 @@ async fn a_pushed_head_is_claimed_before_hundreds_of_waiting_backfill_jobs() {
         .await;
     assert_eq!(status, StatusCode::ACCEPTED);
 
-    let token = app
-        .state
-        .db
-        .create_token("w", kymo_core::db::TokenScope::Worker, 0)
-        .await
-        .unwrap();
-    let claim = json!({ "specs": specs(), "environment": { "kernel": "6.1", "toolchain": "rustc",
-                                                            "governor": "performance", "hostname": "h" } });
-    let (_, claimed) = app
-        .request(
-            "POST",
-            "/api/v1/worker/claim",
-            Body::from(claim.to_string()),
-            Some(&token),
-        )
-        .await;
-    assert_eq!(claimed["job"]["commit"], head.as_str(), "{claimed}");
+    let claimed = TestWorker::new(&app).await.claim().await;
+    assert_eq!(claimed["commit"], head.as_str(), "{claimed}");
 }
 
 #[tokio::test]

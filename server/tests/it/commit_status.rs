@@ -13,13 +13,13 @@ use crate::listener::Listener;
 use crate::support::{KymoServer, TestRepo, assert_ok};
 
 /// A worker speaking the real protocol to the test app.
-struct TestWorker<'a> {
+pub struct TestWorker<'a> {
     app: &'a TestApp,
     token: String,
 }
 
 impl<'a> TestWorker<'a> {
-    async fn new(app: &'a TestApp) -> Self {
+    pub async fn new(app: &'a TestApp) -> Self {
         let token = app
             .state
             .db
@@ -34,7 +34,7 @@ impl<'a> TestWorker<'a> {
     }
 
     /// Claims the next job; returns it.
-    async fn claim(&self) -> Value {
+    pub async fn claim(&self) -> Value {
         let claim = json!({ "specs": specs(), "environment": Self::environment() });
         let (status, claimed) = self
             .app
