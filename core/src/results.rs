@@ -60,9 +60,31 @@ pub const MAX_HDR_BASE64_BYTES: usize = 1_400_000;
 /// Units that measure elapsed time. A negative value in one is a broken measurement (a clock
 /// read backwards, a subtraction the wrong way round), never a result to store.
 pub fn is_duration_unit(unit: &str) -> bool {
+    // Harnesses spell them many ways: `NS`, `nanoseconds`, `Sec`.
+    let unit = unit.trim().to_lowercase();
+    let singular = unit
+        .strip_suffix('s')
+        .filter(|u| u.len() > 2)
+        .unwrap_or(&unit);
     matches!(
-        unit,
-        "ps" | "ns" | "us" | "\u{b5}s" | "\u{3bc}s" | "ms" | "s" | "min" | "h"
+        singular,
+        "ps" | "ns"
+            | "us"
+            | "\u{b5}s"
+            | "\u{3bc}s"
+            | "ms"
+            | "s"
+            | "sec"
+            | "min"
+            | "h"
+            | "hr"
+            | "picosecond"
+            | "nanosecond"
+            | "microsecond"
+            | "millisecond"
+            | "second"
+            | "minute"
+            | "hour"
     )
 }
 
@@ -74,13 +96,22 @@ pub fn negative_duration(unit: &str, value: f64, samples: &[f64]) -> Option<Stri
 }
 
 fn check_name(what: &str, name: &str, max: usize) -> Result<(), String> {
-    if name.is_empty() || name.len() > max || name.chars().any(char::is_control) {
+    if name.is_empty()
+        || name.len() > max
+        || name.chars().any(|c| c.is_control() || is_bidi_control(c))
+    {
         return Err(format!(
-            "{what} {:?} must be 1-{max} bytes without control characters",
+            "{what} {:?} must be 1-{max} bytes without control or text-direction characters",
             name.chars().take(80).collect::<String>()
         ));
     }
     Ok(())
+}
+
+/// Characters that reorder the text around them (U+202E turns `evil.exe` shown as `exe.live`):
+/// a name shown in pages and alerts must read as it is.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Longest fact of a run's environment (kernel, toolchain, governor, hostname).
@@ -149,12 +180,14 @@ pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), St
                 if metric.samples.iter().any(|s| !s.is_finite()) {
                     return Err(format!("{place}: every sample must be a finite number"));
                 }
-                if metric
-                    .hdr
-                    .as_ref()
-                    .is_some_and(|h| h.len() > MAX_HDR_BASE64_BYTES)
-                {
-                    return Err(format!("{place}: hdr histogram is too large"));
+                if let Some(hdr) = &metric.hdr {
+                    if hdr.len() > MAX_HDR_BASE64_BYTES {
+                        return Err(format!("{place}: hdr histogram is too large"));
+                    }
+                    // Stored, it would be decoded only when a page shows it: decode it now.
+                    crate::format::hdr::hdr_percentiles(hdr).map_err(|e| {
+                        format!("{place}: hdr is not a base64 HdrHistogram V2: {e}")
+                    })?;
                 }
                 if !seen.insert((key.clone(), metric.name.clone())) {
                     return Err(format!("{place} appears twice in one run"));
@@ -255,6 +288,45 @@ mod tests {
             validate_suites(&delta).is_ok(),
             "a change in % may be negative"
         );
+    }
+
+    #[test]
+    fn durations_are_known_however_their_unit_is_spelled() {
+        for unit in [
+            "ns",
+            "NS",
+            "nanoseconds",
+            "Nanosecond",
+            " ms ",
+            "Sec",
+            "seconds",
+            "µs",
+        ] {
+            assert!(is_duration_unit(unit), "{unit:?}");
+            let mut upload = upload(-5.0);
+            upload[0].results.benchmarks[0].metrics[0].unit = unit.into();
+            assert!(
+                validate_suites(&upload).is_err(),
+                "-5 {unit:?} was accepted"
+            );
+        }
+        for unit in ["%", "B/s", "ops", "instructions", "x", "bytes"] {
+            assert!(!is_duration_unit(unit), "{unit:?}");
+        }
+    }
+
+    #[test]
+    fn names_with_text_direction_characters_and_broken_histograms_are_refused() {
+        let mut named = upload(1.0);
+        named[0].results.benchmarks[0].name = "parse/\u{202e}exe.live".into();
+        assert!(
+            validate_suites(&named)
+                .unwrap_err()
+                .contains("text-direction")
+        );
+        let mut broken = upload(1.0);
+        broken[0].results.benchmarks[0].metrics[0].hdr = Some("not base64 at all!".into());
+        assert!(validate_suites(&broken).unwrap_err().contains("hdr"));
     }
 
     #[test]
