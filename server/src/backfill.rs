@@ -152,8 +152,10 @@ pub async fn backfill(
 
 /// The chosen commits back in history order (newest first), as people read a list.
 fn newest_first(mut commits: Vec<CommitSha>, chain: &[CommitInfo]) -> Vec<CommitSha> {
-    let rank = |sha: &CommitSha| chain.iter().position(|c| c.sha == sha.as_str());
-    commits.sort_by_key(rank);
+    let rank: std::collections::HashMap<&str, usize> = (chain.iter().enumerate())
+        .map(|(i, c)| (c.sha.as_str(), i))
+        .collect();
+    commits.sort_by_key(|sha| rank.get(sha.as_str()).copied());
     commits
 }
 

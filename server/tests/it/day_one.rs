@@ -236,6 +236,25 @@ fn a_commit_without_suites_fails_with_how_to_fix_it() {
     let error = jobs[0]["error"].as_str().unwrap();
     assert!(error.contains("commit it"), "{error}");
     assert!(error.contains("kymo repo set r --suites"), "{error}");
+
+    // Doing what it says: a bad file is refused with the parser's message, a good one runs.
+    let bad = server.cwd.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[[suite]]\nname = \"s\"\nrun = \"true\"\nrepeat = 0\n",
+    )
+    .unwrap();
+    let refused = server.kymo(&["repo", "set", "r", "--suites", path_str(&bad)]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("repeat"));
+    let good = server.cwd.path().join("good.toml");
+    std::fs::write(&good, kymo_toml(bench_script(5.0).trim(), "60s", 1)).unwrap();
+    assert_ok(&server.kymo(&["repo", "set", "r", "--suites", path_str(&good)]));
+    let shown = assert_ok(&server.kymo(&["repo", "set", "r"]));
+    assert!(shown.contains("credential: none"), "{shown}");
+    assert_ok(&server.kymo(&["retry", &jobs[0]["id"].to_string()]));
+    let jobs = server.wait_for_jobs(2, Duration::from_secs(60));
+    assert_eq!(jobs[0]["state"], "succeeded", "{jobs:#?}");
 }
 
 #[test]
