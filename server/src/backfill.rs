@@ -175,10 +175,15 @@ fn chain_of(mirror: &Mirror, branch: &str, range: &Range) -> Result<Vec<CommitIn
             let chain = mirror
                 .first_parent_history(&tip, crate::git::HISTORY_LIMIT)
                 .map_err(|e| e.to_string())?;
-            // As git reads A..B: the commits of B's chain that A does not reach.
+            // As git reads A..B: the commits of B's chain that A does not reach. When A is on
+            // the chain (the usual case) that is the stretch above it, found without walking
+            // the graph once per commit.
+            if let Some(end) = chain.iter().position(|info| info.sha == start) {
+                return Ok(chain.into_iter().take(end).collect());
+            }
             let mut out = Vec::new();
             for info in chain {
-                if info.sha == start || mirror.is_ancestor(&info.sha, &start) {
+                if mirror.is_ancestor(&info.sha, &start) {
                     return Ok(out);
                 }
                 out.push(info);
