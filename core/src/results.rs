@@ -150,6 +150,14 @@ pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), St
         }
         for bench in &suite.results.benchmarks {
             check_name("benchmark name", &bench.name, 200)?;
+            // Its page is /benchmarks/NAME. Links encode the slashes of a name with a `.` or
+            // `..` part, but a name that is only `.` or `..` reads as one to every browser.
+            if bench.name == "." || bench.name == ".." {
+                return Err(format!(
+                    "benchmark name {:?} names a directory, not a benchmark",
+                    bench.name
+                ));
+            }
             for (k, v) in &bench.params {
                 check_name("parameter name", k, 64)?;
                 check_name("parameter value", v, 200)?;
@@ -323,6 +331,18 @@ mod tests {
             validate_suites(&named)
                 .unwrap_err()
                 .contains("text-direction")
+        );
+        for dots in ["..", "."] {
+            let mut dotted = upload(1.0);
+            dotted[0].results.benchmarks[0].name = dots.into();
+            let err = validate_suites(&dotted).unwrap_err();
+            assert!(err.contains("directory"), "{dots}: {err}");
+        }
+        let mut dotted = upload(1.0);
+        dotted[0].results.benchmarks[0].name = "a/../b".into();
+        assert!(
+            validate_suites(&dotted).is_ok(),
+            "its link encodes the slashes"
         );
         let mut broken = upload(1.0);
         broken[0].results.benchmarks[0].metrics[0].hdr = Some("not base64 at all!".into());

@@ -166,9 +166,11 @@ impl Db {
         )
         .fetch_one(&mut *tx)
         .await?;
-        let machines = sqlx::query!("SELECT id, labels FROM machines ORDER BY id")
-            .fetch_all(&mut *tx)
-            .await?;
+        // Machines known only from uploads run no worker: a job for them would wait forever.
+        let machines =
+            sqlx::query!("SELECT id, labels FROM machines WHERE runs_worker = 1 ORDER BY id")
+                .fetch_all(&mut *tx)
+                .await?;
         let targets: Vec<Option<i64>> = if machines.is_empty() {
             vec![None]
         } else {

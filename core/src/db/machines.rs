@@ -59,7 +59,8 @@ pub(super) fn token_hash(token: &str) -> String {
 }
 
 impl Db {
-    /// Registers the machine with these specs, or refreshes it; returns its id.
+    /// Registers the machine with these specs, or refreshes it; returns its id. `labels` comes
+    /// with a worker's claim (and marks the machine as running a worker), `None` with an upload.
     pub async fn upsert_machine(
         &self,
         specs: &MachineSpecs,
@@ -81,10 +82,12 @@ impl Db {
         let mut tx = self.begin_write().await?;
         let id = sqlx::query_scalar!(
             r#"INSERT INTO machines (fingerprint, name, cpu_model, logical_cores, physical_cores,
-                                     memory_gib, arch, virtualization, first_seen_at, last_seen_at, labels)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, ''))
+                                     memory_gib, arch, virtualization, first_seen_at, last_seen_at, labels,
+                                     runs_worker)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, ''), ?11 IS NOT NULL)
                ON CONFLICT (fingerprint) DO UPDATE SET last_seen_at = excluded.last_seen_at,
-                   name = excluded.name, labels = coalesce(?11, machines.labels)
+                   name = excluded.name, labels = coalesce(?11, machines.labels),
+                   runs_worker = max(machines.runs_worker, ?11 IS NOT NULL)
                RETURNING id AS "id!" "#,
             fp,
             name,

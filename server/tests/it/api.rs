@@ -185,6 +185,15 @@ async fn an_upload_is_stored_under_the_uploaders_fingerprint() {
     let (status, _) = app.post("/api/v1/repos/r/results", &named).await;
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(run_count(&app, &sha).await, 2);
+
+    // That machine runs no worker: a run asked for now waits for any worker, not for it.
+    let (status, queued) = app
+        .post("/api/v1/repos/r/runs", &json!({ "commit": sha }))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    assert_eq!(queued["jobs"].as_array().unwrap().len(), 1);
+    let (_, jobs) = app.get("/api/v1/jobs").await;
+    assert_eq!(jobs[0]["machine"], Value::Null, "{jobs}");
 }
 
 #[tokio::test]
