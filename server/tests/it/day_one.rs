@@ -213,7 +213,8 @@ fn a_history_without_kymo_toml_is_measured_from_suites_kept_on_the_server() {
         }
         std::thread::sleep(Duration::from_millis(200));
     };
-    assert_eq!(found, vec![shas[12].clone()], "{regressions:#?}");
+    let series = server.get_json("/api/v1/repos/r/series?benchmark=parse/small&metric=time");
+    assert_eq!(found, vec![shas[12].clone()], "{regressions:#?}\n{series}");
 
     // Backfilling again finds everything measured.
     let again = assert_ok(&server.kymo(&["run", "r", "--last", "20"]));
