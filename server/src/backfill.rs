@@ -92,7 +92,7 @@ pub fn thin_and_order<T: Clone>(newest_first: &[T], every: usize) -> Vec<T> {
     order.into_iter().map(|i| kept[i].clone()).collect()
 }
 
-/// Resolves the range on the repository's mirror (after a fetch) and queues its commits on
+/// Fetches the repository, then resolves the range on its mirror and queues its commits on
 /// every machine, skipping what a machine has measured or is about to.
 pub async fn backfill(
     state: &AppState,
@@ -100,6 +100,16 @@ pub async fn backfill(
     backfill: Backfill,
 ) -> AppResult<BackfillQueued> {
     crate::git::sync_history(state, repo).await?;
+    backfill_synced(state, repo, backfill).await
+}
+
+/// [`backfill`] of a repository whose mirror was fetched and history recorded just now (a
+/// repository being added): no second fetch.
+pub async fn backfill_synced(
+    state: &AppState,
+    repo: &RepositoryRow,
+    backfill: Backfill,
+) -> AppResult<BackfillQueued> {
     let remote = Remote::of(state, repo).await?;
     let branch = repo.branch.clone();
     let range = backfill.range.clone();

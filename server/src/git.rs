@@ -74,11 +74,23 @@ impl Remote {
 
 /// Clones or fetches the repository's mirror and records the tracked branch's history.
 pub async fn sync_history(state: &AppState, repo: &RepositoryRow) -> AppResult<()> {
+    read_history(state, repo, true).await
+}
+
+/// Records the tracked branch's history from the mirror as it is, for a repository whose
+/// mirror was fetched a moment ago ([`probe`] while it was being added).
+pub async fn record_history(state: &AppState, repo: &RepositoryRow) -> AppResult<()> {
+    read_history(state, repo, false).await
+}
+
+async fn read_history(state: &AppState, repo: &RepositoryRow, fetch: bool) -> AppResult<()> {
     let remote = Remote::of(state, repo).await?;
     let branch = repo.branch.clone();
     let chain = tokio::task::spawn_blocking(move || -> AppResult<Vec<CommitInfo>> {
         let mirror = remote.open()?;
-        mirror.fetch().map_err(|e| remote.error(e))?;
+        if fetch {
+            mirror.fetch().map_err(|e| remote.error(e))?;
+        }
         mirror
             .first_parent_history(&branch, HISTORY_LIMIT)
             .map_err(|e| remote.error(e))

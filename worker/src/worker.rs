@@ -95,13 +95,14 @@ impl Worker {
         };
         tracing::info!(job = job.id, repo = job.repository, commit = %job.commit, "running job");
         let outcome = self.with_heartbeat(&job, |control| self.run_job(&job, control));
-        if matches!(&outcome, JobOutcome::Failed { error, .. } if error == CANCELLED) {
+        let Some(outcome) = outcome else {
+            // The server marked it cancelled already: there is nothing to report.
             tracing::info!(job = job.id, "job cancelled");
             return Ok(Tick::Ran {
                 job: job.id,
                 succeeded: false,
             });
-        }
+        };
         let succeeded = matches!(outcome, JobOutcome::Succeeded { .. });
         let completion = Completion {
             lease_id: job.lease_id.clone(),
@@ -176,7 +177,8 @@ impl Worker {
         })
     }
 
-    fn run_job(&self, job: &ClaimedJob, control: &JobControl) -> JobOutcome {
+    /// Runs the job; `None` when it was cancelled while it ran.
+    fn run_job(&self, job: &ClaimedJob, control: &JobControl) -> Option<JobOutcome> {
         let outcome = match self.try_run_job(job, control) {
             Ok(outcome) => outcome,
             Err(err) => {
@@ -190,13 +192,7 @@ impl Worker {
                 }
             }
         };
-        if control.cancelled.load(Ordering::Relaxed) {
-            return JobOutcome::Failed {
-                error: CANCELLED.into(),
-                log_tail: String::new(),
-            };
-        }
-        outcome
+        (!control.cancelled.load(Ordering::Relaxed)).then_some(outcome)
     }
 
     fn try_run_job(&self, job: &ClaimedJob, control: &JobControl) -> anyhow::Result<JobOutcome> {
@@ -293,9 +289,6 @@ fn suite_dirs(
     }
     Ok(dirs)
 }
-
-/// The error of a cancelled job: the server has already marked it, so it is not reported.
-const CANCELLED: &str = "cancelled";
 
 /// What a running job shares with its heartbeat: the phases to report and whether the lease
 /// was lost.

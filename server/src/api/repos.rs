@@ -97,10 +97,11 @@ pub async fn create(
     if let Some(toml) = &new.suites {
         state.db.set_stored_suites(repo.id, Some(toml)).await?;
     }
-    git::sync_history(&state, &repo).await?;
+    // `probe` has just fetched the mirror: its history is read as it is.
+    git::record_history(&state, &repo).await?;
     tracing::info!(repo = repo.name, url = %redact_secrets(&repo.url), branch, "repository added");
     if let Some(backfill) = backfill {
-        crate::backfill::backfill(&state, &repo, backfill).await?;
+        crate::backfill::backfill_synced(&state, &repo, backfill).await?;
     }
     Ok((StatusCode::CREATED, Json(repo)))
 }
