@@ -32,6 +32,10 @@ pub struct NewRepository {
     /// How to authenticate to a private remote (a password in `url` is moved here).
     #[serde(default)]
     pub credential: Option<GitCredential>,
+    /// `false` cuts the network of every suite of the repository, whatever a commit's
+    /// `kymo.toml` says; absent or `true`: each suite decides (`network` in kymo.toml).
+    #[serde(default)]
+    pub network: Option<bool>,
 }
 
 /// `PUT /api/v1/repos/{repo}/suites`: the `kymo.toml` kept on the server for the repository.
@@ -82,6 +86,10 @@ pub struct RepositoryUpdate {
     /// Remove the stored credential.
     #[serde(default)]
     pub clear_credential: bool,
+    /// `false` cuts the network of every suite, whatever a commit's `kymo.toml` says; `true`
+    /// lets each suite decide again.
+    #[serde(default)]
+    pub network: Option<bool>,
 }
 
 /// A repository's settings as the API shows them: secrets are never part of it.
@@ -91,6 +99,8 @@ pub struct RepositorySettingsView {
     /// The URL with any `user:token@` redacted.
     pub url: String,
     pub credential: Option<CredentialSummary>,
+    /// `false` when every suite runs without the network; `true` when each suite decides.
+    pub network: bool,
 }
 
 /// `POST /api/v1/repos/{repo}/runs`
@@ -175,6 +185,14 @@ pub struct ClaimedJob {
     /// How to authenticate to a private remote; absent for public ones.
     #[serde(default)]
     pub credential: Option<GitCredential>,
+    /// `false` when the repository cuts the network of all its suites: the worker runs every
+    /// suite as if its `kymo.toml` said `network = false`.
+    #[serde(default = "network_allowed")]
+    pub network: bool,
+}
+
+fn network_allowed() -> bool {
+    true
 }
 
 /// `POST /api/v1/worker/jobs/{id}/heartbeat`

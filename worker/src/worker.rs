@@ -225,7 +225,7 @@ impl Worker {
                 });
             }
         };
-        let config = match parse_kymo_toml_bytes(&chosen.bytes) {
+        let mut config = match parse_kymo_toml_bytes(&chosen.bytes) {
             Ok(config) => config,
             Err(err) => {
                 let whose = match chosen.used.source {
@@ -240,6 +240,13 @@ impl Worker {
         };
         let dirs = suite_dirs(cache, &dir_name, worktree)?;
         let mut log = String::new();
+        if !job.network {
+            // The repository's setting, not the commit's file, has the last word.
+            for suite in &mut config.suites {
+                suite.boundary.network = false;
+            }
+            log.push_str("# the repository runs every suite without the network\n");
+        }
         let mut suites = Vec::with_capacity(config.suites.len());
         let count = config.suites.len();
         for (index, suite) in config.suites.iter().enumerate() {
@@ -256,7 +263,10 @@ impl Worker {
             };
             match run_suite(&ctx, suite, &mut log) {
                 Ok(upload) => suites.push(upload),
-                Err(SuiteFailure { error, log_tail }) => {
+                Err(SuiteFailure { mut error, log_tail }) => {
+                    if !job.network {
+                        error.push_str(" (the repository runs its suites without the network)");
+                    }
                     return Ok(JobOutcome::Failed { error, log_tail });
                 }
             }

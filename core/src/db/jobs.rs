@@ -306,7 +306,8 @@ impl Db {
         // Jobs this machine may not run stay queued; looking past a bounded number of them
         // keeps a claim cheap however long the queue is.
         let candidates = sqlx::query!(
-            r#"SELECT j.id AS "id!", r.name, r.url, r.suites_toml, r.machine_labels, c.sha
+            r#"SELECT j.id AS "id!", r.name, r.url, r.suites_toml, r.machine_labels,
+                      r.network_off AS "network_off: bool", c.sha
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                WHERE j.state = 'queued' AND (j.machine_id = ? OR j.machine_id IS NULL)
@@ -350,6 +351,7 @@ impl Db {
             commit,
             stored_suites: next.suites_toml,
             credential,
+            network: !next.network_off,
         }))
     }
 

@@ -26,6 +26,8 @@ pub struct RepositorySettings {
     pub webhook_secret: Option<String>,
     pub poll_seconds: Option<i64>,
     pub machine_labels: String,
+    /// Every suite runs without the network, whatever a commit's `kymo.toml` says.
+    pub network_off: bool,
 }
 
 impl RepositorySettings {
@@ -115,15 +117,16 @@ impl Db {
         }
         let id = sqlx::query_scalar!(
             r#"INSERT INTO repositories (name, url, branch, created_at, webhook_secret, poll_seconds,
-                                         machine_labels)
-               VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
+                                         machine_labels, network_off)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
             name,
             url,
             branch,
             now,
             settings.webhook_secret,
             settings.poll_seconds,
-            settings.machine_labels
+            settings.machine_labels,
+            settings.network_off
         )
         .fetch_one(&mut *tx)
         .await?;
@@ -222,6 +225,32 @@ impl Db {
         .fetch_optional(&self.reader)
         .await?
         .flatten())
+    }
+
+    /// Cuts the network of every suite of the repository (`true`), or lets each suite's
+    /// `kymo.toml` decide again (`false`).
+    pub async fn set_network_off(&self, repository_id: i64, off: bool) -> Result<(), DbError> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query!(
+            "UPDATE repositories SET network_off = ? WHERE id = ?",
+            off,
+            repository_id
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Whether the repository cuts the network of all its suites.
+    pub async fn network_off(&self, repository_id: i64) -> Result<bool, DbError> {
+        Ok(sqlx::query_scalar!(
+            r#"SELECT network_off AS "off: bool" FROM repositories WHERE id = ?"#,
+            repository_id
+        )
+        .fetch_optional(&self.reader)
+        .await?
+        .unwrap_or(false))
     }
 
     /// The id of a known commit.

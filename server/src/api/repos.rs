@@ -62,6 +62,7 @@ pub async fn create(
         webhook_secret: new.webhook_secret,
         poll_seconds: new.poll_seconds,
         machine_labels: new.machine_labels.unwrap_or_default(),
+        network_off: new.network == Some(false),
     }
     .validated()?;
     if let Some(toml) = &new.suites {

@@ -1,5 +1,6 @@
 //! A tracked repository's settings: the suites kept on the server for commits without a
-//! `kymo.toml`, its git credential, and the backfill of its history.
+//! `kymo.toml`, its git credential, whether its suites may use the network, and the backfill
+//! of its history.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -100,10 +101,12 @@ pub async fn backfill(
 
 async fn settings_view(state: &AppState, repo: RepositoryRow) -> AppResult<RepositorySettingsView> {
     let credential = state.db.git_credential(repo.id).await?;
+    let network_off = state.db.network_off(repo.id).await?;
     Ok(RepositorySettingsView {
         url: redact_secrets(&repo.url).into_owned(),
         name: repo.name,
         credential: credential.map(|c| c.summary()),
+        network: !network_off,
     })
 }
 
@@ -171,6 +174,18 @@ pub async fn update_settings(
             tracing::info!(repo = repo.name, "credential removed");
         }
         (None, false) => {}
+    }
+    if let Some(network) = update.network {
+        state.db.set_network_off(repo.id, !network).await?;
+        tracing::info!(
+            repo = repo.name,
+            network = if network {
+                "each suite decides"
+            } else {
+                "cut for every suite"
+            },
+            "network setting changed"
+        );
     }
     Ok(Json(settings_view(&state, repo).await?))
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use kymo_core::credentials::redact_secrets;
 use kymo_core::db::RepositoryRow;
 use kymo_core::protocol::{
@@ -39,6 +39,9 @@ pub enum RepoCommand {
         /// Queue the last N first-parent commits of the branch at once.
         #[arg(long, value_name = "N")]
         backfill: Option<u32>,
+        /// `off`: every suite runs without the network, whatever a commit's kymo.toml says.
+        #[arg(long, value_enum, value_name = "on|off")]
+        network: Option<NetworkSetting>,
         #[command(flatten)]
         credentials: CredentialArgs,
         #[command(flatten)]
@@ -58,11 +61,30 @@ pub enum RepoCommand {
         /// Forget the suites kept on the server.
         #[arg(long)]
         no_suites: bool,
+        /// `off`: every suite runs without the network, whatever a commit's kymo.toml says;
+        /// `on`: each suite decides (`network` in kymo.toml).
+        #[arg(long, value_enum, value_name = "on|off")]
+        network: Option<NetworkSetting>,
         #[command(flatten)]
         server: ServerArg,
     },
     /// List tracked repositories.
     List(listing::ListArgs),
+}
+
+/// Whether a repository's suites may use the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NetworkSetting {
+    /// Each suite decides (`network` in its kymo.toml; on by default).
+    On,
+    /// No suite gets the network, whatever a commit's kymo.toml says.
+    Off,
+}
+
+impl NetworkSetting {
+    fn allowed(self) -> bool {
+        self == Self::On
+    }
 }
 
 /// `kymo run`: one commit, or a stretch of history.
@@ -94,6 +116,7 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             machines,
             suites,
             backfill,
+            network,
             credentials,
             server,
         } => {
@@ -108,6 +131,7 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
                 suites: suites.as_deref().map(read_suites).transpose()?,
                 backfill,
                 credential: credentials.credential()?,
+                network: network.map(NetworkSetting::allowed),
             };
             let shown = redact_secrets(&body.url).into_owned();
             let waiting = progress::spinner(format!("cloning {shown} and reading its history"));
@@ -120,6 +144,9 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
                 redact_secrets(&repo.url),
                 repo.branch
             );
+            if network == Some(NetworkSetting::Off) {
+                println!("its suites run without the network, whatever its kymo.toml says");
+            }
             if let Some(n) = backfill {
                 println!(
                     "queued its last {n} commits; follow them with `kymo jobs` or on the queue page"
@@ -131,6 +158,7 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             name,
             suites,
             no_suites,
+            network,
             credentials,
             clear_credentials,
             server,
@@ -138,8 +166,10 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             let update = RepositoryUpdate {
                 credential: credentials.credential()?,
                 clear_credential: clear_credentials,
+                network: network.map(NetworkSetting::allowed),
             };
-            let changes_credential = update.credential.is_some() || update.clear_credential;
+            let changes_settings =
+                update.credential.is_some() || update.clear_credential || update.network.is_some();
             let changes_suites = suites.is_some() || no_suites;
             let path = format!("/repos/{name}/suites");
             if let Some(file) = suites {
@@ -157,8 +187,8 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
                 blocking(move || client(&server).delete(&path)).await?;
                 println!("{name} keeps no suites on the server");
             }
-            if changes_credential || !changes_suites {
-                show_settings(&name, update, changes_credential, server).await?;
+            if changes_settings || !changes_suites {
+                show_settings(&name, update, changes_settings, server).await?;
             }
             Ok(())
         }
@@ -208,7 +238,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Changes the repository's credential (when `change`), then prints its settings.
+/// Changes the repository's credential and network (when `change`), then prints its settings.
 async fn show_settings(
     name: &str,
     update: RepositoryUpdate,
@@ -231,8 +261,13 @@ async fn show_settings(
             "https" => format!("HTTPS token of user {}", c.username.unwrap_or_default()),
             _ => format!("SSH key {}", c.key_path.unwrap_or_default()),
         });
+    let network = if view.network {
+        "each suite decides (network in kymo.toml)"
+    } else {
+        "off for every suite, whatever kymo.toml says"
+    };
     println!(
-        "{} ({})\ncredential: {credential}",
+        "{} ({})\ncredential: {credential}\nnetwork: {network}",
         view.name,
         redact_secrets(&view.url)
     );

@@ -1,49 +1,31 @@
 //! The boundary around benchmark commands, which are untrusted code from the tracked
 //! repository: an allow-listed environment, a Landlock filesystem boundary (read the system
 //! and toolchains, write only the suite's own directories, never kymo's data), optional loss
-//! of the network, and limits on processes, memory and disk.
+//! of the network, and limits on processes, memory and disk (cgroups where the worker can make
+//! them, resource limits otherwise).
 //!
 //! [`Sandbox::probe`] finds out once what the kernel can enforce; [`Sandbox::prepare`] builds
 //! what one command needs, and [`ChildSetup::apply`] enforces it in the child between fork and
 //! exec.
 
+pub mod cgroup;
 pub mod landlock;
 pub mod limits;
+#[cfg(test)]
+mod overhead_tests;
+mod own_secrets;
 pub mod settings;
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod environ_tests {
-    use super::blank_values;
-    use std::ffi::CString;
-
-    #[test]
-    fn kymo_values_are_blanked_in_place_and_others_kept() {
-        let texts = ["HOME=/root", "KYMO_TOKEN=secret", "KYMO_X", "PATH=/bin"];
-        let mut owned: Vec<Vec<u8>> = texts
-            .iter()
-            .map(|t| CString::new(*t).unwrap().into_bytes_with_nul())
-            .collect();
-        let mut pointers: Vec<*mut libc::c_char> =
-            owned.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
-        pointers.push(std::ptr::null_mut());
-        // SAFETY: a null-terminated array of C strings owned by this test.
-        unsafe { blank_values(pointers.as_ptr(), b"KYMO_") };
-        assert_eq!(owned[0], b"HOME=/root\0");
-        assert_eq!(owned[1], b"KYMO_TOKEN=\0\0\0\0\0\0\0");
-        assert_eq!(owned[2], b"KYMO_X\0");
-        assert_eq!(owned[3], b"PATH=/bin\0");
-    }
-}
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use self::cgroup::{CgroupBases, SuiteCgroups, join_cgroup};
 use self::landlock::{MIN_ABI, PathRules, build_ruleset, kernel_abi};
-use self::limits::{DiskWatch, PidsCgroup, join_cgroup, pids_cgroup_base, set_rlimit};
+use self::limits::{DiskWatch, set_rlimit};
 use self::settings::{SuiteBoundary, format_size};
 
 /// How the worker's owner wants suites contained.
@@ -61,7 +43,7 @@ pub struct SandboxConfig {
 pub struct Sandbox {
     config: SandboxConfig,
     landlock_abi: Option<i32>,
-    pids_cgroup: Option<PathBuf>,
+    cgroups: CgroupBases,
     cargo_home: PathBuf,
     rustup_home: PathBuf,
     path: String,
@@ -103,14 +85,11 @@ impl Sandbox {
                 .filter(|p| p.is_absolute())
                 .unwrap_or_else(|| home.join(default))
         };
-        let pids_cgroup = pids_cgroup_base().filter(|base| PidsCgroup::create(base, 16).is_ok());
-        // Landlock keeps suites from the worker's memory and files through /proc, but Linux
-        // 6.18 still lets them read /proc/PID/environ, where KYMO_TOKEN may sit.
-        // SAFETY: `environ` is the process's own, null-terminated array; see `blank_values`.
-        unsafe { blank_values(environ, b"KYMO_") };
+        let cgroups = CgroupBases::probe();
+        own_secrets::blank_own_secrets();
         Self {
             landlock_abi: kernel_abi(),
-            pids_cgroup,
+            cgroups,
             cargo_home: from_env("CARGO_HOME", ".cargo"),
             rustup_home: from_env("RUSTUP_HOME", ".rustup"),
             path: std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
@@ -132,12 +111,20 @@ impl Sandbox {
             }
             None => "NO filesystem boundary: this kernel has no Landlock".into(),
         };
-        let processes = match &self.pids_cgroup {
-            Some(base) => format!("process limit: cgroup pids.max under {}", base.display()),
+        let processes = match &self.cgroups.pids {
+            Some(base) => format!("process limit: cgroup pids.max under {}", base.dir.display()),
             None => "process limit: RLIMIT_NPROC only (no pids cgroup can be made; it does not bind root)".into(),
         };
+        let memory = match &self.cgroups.memory {
+            Some(base) => format!(
+                "memory limit: cgroup {} under {}",
+                cgroup::Controller::Memory.limit_files(base.version)[0],
+                base.dir.display()
+            ),
+            None => "memory limit: RLIMIT_DATA per process (no memory cgroup can be made)".into(),
+        };
         format!(
-            "suite sandbox: {boundary}; {processes}; memory: RLIMIT_DATA per process; disk: RLIMIT_FSIZE and a watch of space used"
+            "suite sandbox: {boundary}; {processes}; {memory}; disk: RLIMIT_FSIZE and a watch of space used"
         )
     }
 
@@ -225,59 +212,23 @@ impl Sandbox {
         } else {
             None
         };
-        let cgroup = match &self.pids_cgroup {
-            Some(base) => Some(PidsCgroup::create(base, boundary.processes)?),
-            None => None,
-        };
+        let cgroups = SuiteCgroups::create(&self.cgroups, boundary.processes, boundary.memory)?;
         let writable = [dirs.worktree.as_path(), &dirs.target, &dirs.home, &dirs.tmp];
         let free_disk = boundary.disk;
         Ok(PreparedCommand {
             setup: ChildSetup {
                 ruleset: ruleset.as_ref().map(AsRawFd::as_raw_fd),
-                cgroup_procs: cgroup.as_ref().map(|c| c.procs_path().clone()),
-                processes: boundary.processes,
-                memory: boundary.memory,
+                cgroup_procs: cgroups.procs_paths(),
+                processes: (!cgroups.limits_processes()).then_some(boundary.processes),
+                memory: (!cgroups.limits_memory()).then_some(boundary.memory),
                 disk: free_disk,
                 network: boundary.network,
             },
             _ruleset: ruleset,
-            cgroup,
+            cgroups,
             disk: DiskWatch::start(&writable),
             boundary: boundary.clone(),
         })
-    }
-}
-
-unsafe extern "C" {
-    static environ: *const *mut libc::c_char;
-}
-
-/// Overwrites with NUL bytes the values of the variables in `env` whose names start with
-/// `prefix`, in place: /proc/PID/environ shows the bytes the process started with, whatever
-/// `std::env` holds later. Values already read (the command line was parsed) are kept.
-///
-/// # Safety
-/// `env` must be null or a null-terminated array of NUL-terminated strings that no other
-/// thread reads or writes meanwhile.
-unsafe fn blank_values(env: *const *mut libc::c_char, prefix: &[u8]) {
-    if env.is_null() {
-        return;
-    }
-    let mut entry = env;
-    // SAFETY: per the contract, every pointer up to the terminating null is a C string.
-    unsafe {
-        while !(*entry).is_null() {
-            let text = *entry;
-            let bytes = std::ffi::CStr::from_ptr(text).to_bytes();
-            if let Some(equals) = bytes
-                .iter()
-                .position(|b| *b == b'=')
-                .filter(|_| bytes.starts_with(prefix))
-            {
-                std::ptr::write_bytes(text.add(equals + 1), 0, bytes.len() - equals - 1);
-            }
-            entry = entry.add(1);
-        }
     }
 }
 
@@ -300,9 +251,11 @@ const DROPPED_CAPABILITIES: [libc::c_int; 9] = [
 #[derive(Debug, Clone)]
 pub struct ChildSetup {
     ruleset: Option<libc::c_int>,
-    cgroup_procs: Option<CString>,
-    processes: u32,
-    memory: u64,
+    /// The cgroups to join (none, one, or one per v1 hierarchy).
+    cgroup_procs: Vec<CString>,
+    /// Resource limits in place of the cgroups that cannot be made.
+    processes: Option<u32>,
+    memory: Option<u64>,
     disk: u64,
     network: bool,
 }
@@ -311,11 +264,15 @@ impl ChildSetup {
     /// Enters the cgroup, sets the limits, leaves the network and enforces the ruleset, in the
     /// order that keeps each step possible (Landlock last: it forbids the cgroup write).
     pub fn apply(&self) -> io::Result<()> {
-        match &self.cgroup_procs {
-            Some(procs) => join_cgroup(procs)?,
-            None => set_rlimit(libc::RLIMIT_NPROC, u64::from(self.processes))?,
+        for procs in &self.cgroup_procs {
+            join_cgroup(procs)?;
         }
-        set_rlimit(libc::RLIMIT_DATA, self.memory)?;
+        if let Some(processes) = self.processes {
+            set_rlimit(libc::RLIMIT_NPROC, u64::from(processes))?;
+        }
+        if let Some(memory) = self.memory {
+            set_rlimit(libc::RLIMIT_DATA, memory)?;
+        }
         set_rlimit(libc::RLIMIT_FSIZE, self.disk)?;
         set_rlimit(libc::RLIMIT_CORE, 0)?;
         if !self.network {
@@ -345,7 +302,7 @@ pub struct PreparedCommand {
     setup: ChildSetup,
     /// Kept open until the child has enforced it.
     _ruleset: Option<OwnedFd>,
-    cgroup: Option<PidsCgroup>,
+    cgroups: SuiteCgroups,
     disk: DiskWatch,
     boundary: SuiteBoundary,
 }
@@ -369,9 +326,7 @@ impl PreparedCommand {
         stopped: bool,
         log: &str,
     ) -> Option<String> {
-        if let Some(cgroup) = &self.cgroup {
-            cgroup.kill_all();
-        }
+        self.cgroups.kill_all();
         let b = &self.boundary;
         // A shell reports a child killed by SIGXFSZ with this text and goes on.
         let file_too_large =
@@ -383,12 +338,20 @@ impl PreparedCommand {
             ));
         }
         // A refused fork fails the job even when the shell carried on without the process.
-        if self.cgroup.as_ref().is_some_and(PidsCgroup::hit_limit)
-            || (failed && self.cgroup.is_none() && log.contains("Resource temporarily unavailable"))
+        let limits_processes = self.cgroups.limits_processes();
+        if self.cgroups.hit_process_limit()
+            || (failed && !limits_processes && log.contains("Resource temporarily unavailable"))
         {
             return Some(format!(
                 "process limit of {} (`processes` in kymo.toml)",
                 b.processes
+            ));
+        }
+        // A process the kernel killed for memory fails the job, whatever its parent did next.
+        if self.cgroups.hit_memory_limit() {
+            return Some(format!(
+                "memory limit of {} for all its processes together (`memory` in kymo.toml)",
+                format_size(b.memory)
             ));
         }
         if !failed {

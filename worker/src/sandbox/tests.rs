@@ -16,18 +16,18 @@ const RESULT: &str = r#"{"benchmarks":[{"name":"b","metrics":[{"name":"t","unit"
 
 /// A server's directory as `kymo serve` lays it out: database and admin token side by side,
 /// the data directory with mirrors and two repositories' work trees.
-struct Server {
+pub(super) struct Server {
     _root: tempfile::TempDir,
     root: PathBuf,
     db: PathBuf,
     token: PathBuf,
-    data: PathBuf,
-    dirs: SuiteDirs,
-    sandbox: Sandbox,
+    pub(super) data: PathBuf,
+    pub(super) dirs: SuiteDirs,
+    pub(super) sandbox: Sandbox,
 }
 
 impl Server {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let root_dir = tempfile::tempdir().unwrap();
         let root = root_dir.path().canonicalize().unwrap();
         let db = root.join("kymo.db");
@@ -294,32 +294,4 @@ fn write_crate(dir: &Path) {
         "fn main() { eprintln!(\"pid from libc: {}\", unsafe { libc::getpid() }); }\n",
     )
     .unwrap();
-}
-
-/// Not a check but a measurement: `KYMO_KERNELS=path/to/kymo-kernels KYMO_KERNELS_OUT=dir
-/// cargo test -p kymo-worker kernels_inside -- --ignored` runs the kernels three times inside
-/// the boundary and leaves their JSON in the output directory, to compare with runs outside.
-#[test]
-#[ignore = "a measurement, run by hand"]
-fn kernels_inside_the_boundary() {
-    let (Some(kernels), Some(out)) = (
-        std::env::var_os("KYMO_KERNELS"),
-        std::env::var_os("KYMO_KERNELS_OUT"),
-    ) else {
-        panic!("set KYMO_KERNELS and KYMO_KERNELS_OUT");
-    };
-    let server = Server::new();
-    fs::copy(kernels, server.dirs.worktree.join("kymo-kernels")).unwrap();
-    for round in 1..=3 {
-        let (result, log) = server.run(
-            "./kymo-kernels --quick --json | tee out.json",
-            SuiteBoundary::default(),
-        );
-        assert!(result.is_ok(), "{log}");
-        fs::copy(
-            server.dirs.worktree.join("out.json"),
-            Path::new(&out).join(format!("inside-{round}.json")),
-        )
-        .unwrap();
-    }
 }
