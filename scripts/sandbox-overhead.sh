@@ -5,7 +5,8 @@
 # order over ROUNDS rounds in one run. Prints a markdown table: per kernel, the median outside
 # time and each mode's median ratio to the outside run of the same round.
 #
-#   scripts/sandbox-overhead.sh [ROUNDS]      # default 7; about 1 minute per round on 2 cores
+#   scripts/sandbox-overhead.sh [ROUNDS]      # default 7; about 20 s per round on 2 cores
+#   KYMO_KERNELS_ARGS="--filter ring/write_path" scripts/sandbox-overhead.sh 41   # a closer look
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-7}"

@@ -263,7 +263,10 @@ impl Worker {
             };
             match run_suite(&ctx, suite, &mut log) {
                 Ok(upload) => suites.push(upload),
-                Err(SuiteFailure { mut error, log_tail }) => {
+                Err(SuiteFailure {
+                    mut error,
+                    log_tail,
+                }) => {
                     if !job.network {
                         error.push_str(" (the repository runs its suites without the network)");
                     }

@@ -338,10 +338,18 @@ impl PreparedCommand {
             ));
         }
         // A refused fork fails the job even when the shell carried on without the process.
-        let limits_processes = self.cgroups.limits_processes();
-        if self.cgroups.hit_process_limit()
-            || (failed && !limits_processes && log.contains("Resource temporarily unavailable"))
-        {
+        // Without a cgroup only the shells' words tell: dash says "Cannot fork", bash
+        // "fork: retry" or "fork: Resource temporarily unavailable", busybox "can't fork".
+        const FORK_REFUSED: [&str; 4] = [
+            "Cannot fork",
+            "fork: retry",
+            "fork: Resource temporarily unavailable",
+            "can't fork",
+        ];
+        let rlimit_hit = !self.cgroups.limits_processes()
+            && (FORK_REFUSED.iter().any(|s| log.contains(s))
+                || (failed && log.contains("Resource temporarily unavailable")));
+        if self.cgroups.hit_process_limit() || rlimit_hit {
             return Some(format!(
                 "process limit of {} (`processes` in kymo.toml)",
                 b.processes

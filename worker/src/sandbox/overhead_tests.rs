@@ -2,14 +2,15 @@
 //! at a time. `scripts/sandbox-overhead.sh` builds `kymo-kernels` and runs it:
 //!
 //! ```text
-//! KYMO_KERNELS=target/release/kymo-kernels KYMO_ROUNDS=7 \
+//! KYMO_KERNELS=target/release/kymo-kernels KYMO_ROUNDS=7 [KYMO_KERNELS_ARGS='--filter udp'] \
 //!     cargo test -p kymo-worker --lib kernel_overhead -- --ignored --nocapture
 //! ```
 //!
 //! Each round runs `kymo-kernels --quick --json` once in every mode, in an order rotated per
 //! round (so no mode always follows another), through the same [`run_command`] a job uses.
-//! The table gives, per kernel, the median over rounds of the outside time, and each mode's
-//! median over rounds of its ratio to the outside run of the same round.
+//! The table gives, per kernel, the median over rounds of the outside time (per million units,
+//! for a throughput), and each mode's median over rounds of its ratio to the outside run of the same
+//! round: above 1 is slower than outside.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -24,8 +25,10 @@ use crate::exec::{CommandSpec, run_command};
 /// One way of running the kernels: outside, inside, or inside with one factor only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// The worker's own environment, no setup in the child.
+    /// The worker's own environment, no setup in the child, through [`run_command`].
     Outside,
+    /// As `Outside`, spawned by `std::process::Command` instead, its output read at the end.
+    Direct,
     /// The allow-listed environment (own HOME, TMPDIR...), no setup in the child.
     Environment,
     /// The child setup with nothing in it: capabilities dropped, no core files.
@@ -40,8 +43,9 @@ enum Mode {
     Inside,
 }
 
-const MODES: [Mode; 7] = [
+const MODES: [Mode; 8] = [
     Mode::Outside,
+    Mode::Direct,
     Mode::Environment,
     Mode::Capabilities,
     Mode::Rlimits,
@@ -61,7 +65,7 @@ fn setup_for(mode: Mode, full: &ChildSetup, boundary: &SuiteBoundary) -> Option<
         network: true,
     };
     match mode {
-        Mode::Outside | Mode::Environment => None,
+        Mode::Outside | Mode::Direct | Mode::Environment => None,
         Mode::Capabilities => Some(nothing),
         Mode::Rlimits => Some(ChildSetup {
             processes: Some(boundary.processes),
@@ -81,30 +85,39 @@ fn setup_for(mode: Mode, full: &ChildSetup, boundary: &SuiteBoundary) -> Option<
     }
 }
 
-/// Time per benchmark (median of its samples, in its unit), keyed by name and parameters.
+/// Time per benchmark, keyed by name, parameters and metric: the median of the samples of
+/// its first sampled metric (time, or throughput turned into time per million units, so that
+/// above 1 is slower for every row). Benchmarks without samples (deterministic simulations) are left
+/// out.
 fn times(json: &[u8]) -> BTreeMap<String, f64> {
     let doc: serde_json::Value = serde_json::from_slice(json).expect("kymo JSON");
     let mut times = BTreeMap::new();
     for bench in doc["benchmarks"].as_array().into_iter().flatten() {
-        let Some(time) = bench["metrics"]
+        let Some(metric) = bench["metrics"]
             .as_array()
             .into_iter()
             .flatten()
-            .find(|m| m["name"] == "time")
+            .find(|m| m["samples"].is_array())
         else {
             continue;
         };
-        let mut values: Vec<f64> = match time["samples"].as_array() {
-            Some(samples) => samples.iter().filter_map(|v| v.as_f64()).collect(),
-            None => time["value"].as_f64().into_iter().collect(),
-        };
+        let higher = metric["direction"] == "higher";
+        let mut values: Vec<f64> = metric["samples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_f64())
+            .map(|v| if higher { 1e6 / v } else { v })
+            .collect();
         if values.is_empty() {
             continue;
         }
         let params = &bench["params"];
+        let name = bench["name"].as_str().unwrap_or("?");
+        let metric = metric["name"].as_str().unwrap_or("?");
         let key = match params.as_object().filter(|p| !p.is_empty()) {
-            Some(_) => format!("{} {params}", bench["name"].as_str().unwrap_or("?")),
-            None => bench["name"].as_str().unwrap_or("?").to_owned(),
+            Some(_) => format!("{name} {params} ({metric})"),
+            None => format!("{name} ({metric})"),
         };
         times.insert(key, median(&mut values));
     }
@@ -121,6 +134,19 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// `time[kernel][mode]`: one median per round.
+type Times = BTreeMap<String, BTreeMap<usize, Vec<f64>>>;
+
+fn record(time: &mut Times, mode_index: usize, json: &[u8]) {
+    for (kernel, t) in times(json) {
+        time.entry(kernel)
+            .or_default()
+            .entry(mode_index)
+            .or_default()
+            .push(t);
+    }
+}
+
 #[test]
 #[ignore = "a measurement, run by hand (scripts/sandbox-overhead.sh)"]
 fn kernel_overhead() {
@@ -129,13 +155,15 @@ fn kernel_overhead() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(5);
+    // Extra arguments, such as `--filter ring/write_path`, to look closer at a few kernels.
+    let extra = std::env::var("KYMO_KERNELS_ARGS").unwrap_or_default();
+    let command = format!("./kymo-kernels --quick --json {extra}");
     let server = Server::new();
     fs::copy(kernels, server.dirs.worktree.join("kymo-kernels")).unwrap();
     let boundary = SuiteBoundary::default();
     let commit = "0123456789abcdef0123456789abcdef01234567";
     let confined_env = server.sandbox.environment(&server.dirs, commit, &boundary);
-    // time[kernel][mode] = one median per round
-    let mut time: BTreeMap<String, BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
+    let mut time = Times::new();
     for round in 0..rounds {
         for step in 0..MODES.len() {
             let mode_index = (step + round) % MODES.len();
@@ -145,9 +173,20 @@ fn kernel_overhead() {
                 .prepare(&server.dirs, &server.data, &boundary)
                 .unwrap();
             let setup = setup_for(mode, prepared.child_setup(), &boundary);
-            let outside = mode == Mode::Outside;
+            let outside = matches!(mode, Mode::Outside | Mode::Direct);
+            if mode == Mode::Direct {
+                let output = std::process::Command::new("sh")
+                    .args(["-c", &command])
+                    .current_dir(&server.dirs.worktree)
+                    .stderr(std::process::Stdio::null())
+                    .output()
+                    .unwrap();
+                assert!(output.status.success(), "{mode:?}");
+                record(&mut time, mode_index, &output.stdout);
+                continue;
+            }
             let outcome = run_command(&CommandSpec {
-                command: "./kymo-kernels --quick --json",
+                command: &command,
                 cwd: &server.dirs.worktree,
                 env: if outside { &[] } else { &confined_env },
                 clear_env: !outside,
@@ -159,17 +198,11 @@ fn kernel_overhead() {
             })
             .unwrap();
             assert!(outcome.exit.is_success(), "{mode:?}: {}", outcome.log_tail);
-            for (kernel, t) in times(&outcome.stdout) {
-                time.entry(kernel)
-                    .or_default()
-                    .entry(mode_index)
-                    .or_default()
-                    .push(t);
-            }
-            eprintln!("round {} of {rounds}: {mode:?} done", round + 1);
+            record(&mut time, mode_index, &outcome.stdout);
         }
+        eprintln!("round {} of {rounds} done", round + 1);
     }
-    let mut table = String::from("| kernel | outside (median) |");
+    let mut table = String::from("| kernel (metric) | outside, median |");
     for mode in &MODES[1..] {
         write!(table, " {mode:?} / outside |").unwrap();
     }

@@ -43,7 +43,8 @@ pub struct SuiteBoundary {
     pub network: bool,
     /// Most processes and threads alive at once.
     pub processes: u32,
-    /// Most memory (data segment and anonymous mappings) one process may allocate, in bytes.
+    /// Most memory, in bytes: of all the suite's processes together where a memory cgroup can
+    /// be made; otherwise of each process (data segment and anonymous mappings).
     pub memory: u64,
     /// Most disk space one command may add under its writable directories, in bytes; also the
     /// largest file it may write.

@@ -179,7 +179,7 @@ fn declared_variables_reach_the_suite_and_the_network_can_be_cut() {
         "echo \"var=$BENCH_SIZE\" >&2\n\
          if cat < /dev/null > /dev/tcp/127.0.0.1/1 2>/dev/null; then :; fi\n\
          ip -o link 2>/dev/null | grep -c UP >&2 || true\n\
-         cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ' >&2; echo >&2\n\
+         echo \"devices: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')\" >&2\n\
          echo '{RESULT}'"
     );
     fs::write(server.dirs.worktree.join("net.sh"), script).unwrap();
@@ -193,18 +193,17 @@ fn declared_variables_reach_the_suite_and_the_network_can_be_cut() {
     // In a fresh network namespace only the loopback device exists.
     let devices = log
         .lines()
-        .find(|l| l.starts_with("lo"))
+        .find_map(|l| l.strip_prefix("devices: "))
         .unwrap_or_default();
     assert_eq!(devices.trim(), "lo", "{log}");
     let (result, log) = server.run("sh net.sh", SuiteBoundary::default());
     assert!(result.is_ok(), "{log}");
     let devices = log
         .lines()
-        .find(|l| l.starts_with("lo"))
+        .find_map(|l| l.strip_prefix("devices: "))
         .unwrap_or_default();
-    assert_ne!(
-        devices.trim(),
-        "lo",
+    assert!(
+        devices.split_whitespace().count() > 1 && devices.contains("lo"),
         "the network is there by default: {log}"
     );
 }
@@ -294,4 +293,53 @@ fn write_crate(dir: &Path) {
         "fn main() { eprintln!(\"pid from libc: {}\", unsafe { libc::getpid() }); }\n",
     )
     .unwrap();
+}
+
+/// The paths a worker that is not root takes: `RLIMIT_NPROC` and `RLIMIT_DATA` in place of
+/// cgroups it cannot make, and a network namespace inside a user namespace. Run as root, this
+/// runs the hostile-suite tests above again as `nobody`, from a copy of this test binary that
+/// `nobody` can reach (cargo may build it under root's home). Run as another user, those tests
+/// take these paths already.
+#[test]
+fn the_boundary_holds_for_a_worker_that_is_not_root() {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return;
+    }
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("setpriv (util-linux) runs the tests as nobody");
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("worker-tests");
+    fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
+    let tmp = dir.path().join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o1777)).unwrap();
+    let output = std::process::Command::new(setpriv)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            "-i",
+        ])
+        .arg("PATH=/usr/local/bin:/usr/bin:/bin")
+        .arg(format!("TMPDIR={}", tmp.display()))
+        .arg(format!("HOME={}", tmp.display()))
+        .arg(&binary)
+        .args(["sandbox::tests::a_", "sandbox::tests::declared_variables"])
+        .args(["--test-threads", "1"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(report.contains("test result: ok. 5 passed"), "{report}");
 }
