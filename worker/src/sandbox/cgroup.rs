@@ -231,10 +231,12 @@ pub struct CgroupBases {
 }
 
 impl CgroupBases {
-    /// The bases where a cgroup with a limit can really be made.
+    /// The bases where a cgroup with a limit can really be made, cleared of what workers
+    /// killed before they could clean up left there.
     pub fn probe() -> Self {
         let usable = |controller| {
             cgroup_base(controller).filter(|base| {
+                remove_leftovers(&base.dir);
                 let bases = Self::only(controller, base.clone());
                 SuiteCgroups::create(&bases, 64, 64 << 20).is_ok()
             })
@@ -255,6 +257,40 @@ impl CgroupBases {
                 pids: None,
                 memory: Some(base),
             },
+        }
+    }
+}
+
+/// Removes the cgroups under `base` of workers that no longer run (`kymo-suite-PID-N` of a
+/// dead PID: killed before their cleanup ran), with any suite process still in them.
+pub fn remove_leftovers(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("kymo-suite-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+            .filter(|pid| *pid > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 sends nothing; it asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let Ok(procs) = CString::new(entry.path().join("cgroup.procs").as_os_str().as_bytes())
+        else {
+            continue;
+        };
+        if gone {
+            // Dropping kills what is left in it and removes it.
+            drop(Cgroup {
+                dir: entry.path(),
+                procs,
+            });
         }
     }
 }

@@ -134,3 +134,43 @@ fn a_memory_cgroup_kills_a_process_that_allocates_past_its_limit() {
     assert!(!status.success());
     assert!(cgroups.hit_memory_limit(), "{status:?}");
 }
+
+/// A worker killed in the middle of a job leaves its command's cgroups behind; the next worker
+/// to start removes those of dead workers, with what still runs in them, and keeps the others.
+#[test]
+fn cgroups_left_by_a_dead_worker_are_removed_with_their_processes() {
+    let Some(base) = cgroup_base(Controller::Pids).filter(|b| {
+        let bases = CgroupBases::only(Controller::Pids, b.clone());
+        SuiteCgroups::create(&bases, 64, 0).is_ok()
+    }) else {
+        eprintln!("no writable pids cgroup on this machine: nothing to check");
+        return;
+    };
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let left = base.dir.join(format!("kymo-suite-{dead_pid}-0"));
+    let alive = base
+        .dir
+        .join(format!("kymo-suite-{}-999999", std::process::id()));
+    fs::create_dir(&left).unwrap();
+    fs::create_dir(&alive).unwrap();
+    let procs = CString::new(left.join("cgroup.procs").as_os_str().as_bytes()).unwrap();
+    let mut orphan = std::process::Command::new("sleep");
+    orphan.arg("600");
+    // SAFETY: join_cgroup makes raw system calls only.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut orphan, move || join_cgroup(&procs));
+    }
+    let mut orphan = orphan.spawn().unwrap();
+
+    remove_leftovers(&base.dir);
+    let status = orphan.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    assert!(!left.exists(), "the dead worker's cgroup is gone");
+    assert!(alive.exists(), "a live worker's cgroup stays");
+    fs::remove_dir(&alive).unwrap();
+}
