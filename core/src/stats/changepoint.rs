@@ -28,6 +28,7 @@ use super::robust::{PercentBase, median, median_in_place};
 use super::segmentation::{PrefixSums, seeded_candidates, suppress_short_excursions};
 use super::sensitivity::Sensitivity;
 use super::verdict::VerdictKind;
+use ramp::{Ramp, RampFitter, drift_around};
 
 /// Standardized distance from the local median beyond which a short excursion is replaced.
 const EXCURSION_THRESHOLD: f64 = 3.0;
@@ -35,13 +36,17 @@ const EXCURSION_THRESHOLD: f64 = 3.0;
 /// A confirmed change of level, with its evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChangePoint {
-    /// First commit of the new segment, as an index into the analysed slice.
+    /// First commit of the new segment, as an index into the analysed slice; for a drift,
+    /// the first commit whose level moved.
     pub position: usize,
+    /// Commits over which the level moved: 1 for a step; for a drift, the length of its ramp,
+    /// whose last commit (`position + span − 1`) is the first at the new level.
+    pub span: usize,
     /// Regression or improvement.
     pub kind: VerdictKind,
     /// Median of the commits before the change (at most `window` of them).
     pub before: f64,
-    /// Median of the commits from the change on (at most `window` of them).
+    /// Median of the commits from the new level on (at most `window` of them).
     pub after: f64,
     /// (after − before) / |before|, in percent.
     pub change_pct: f64,
@@ -109,11 +114,13 @@ pub fn detect_change_points(
     }
 
     let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
+    let ramps = RampFitter::new(&filtered);
     let confirm = Confirmation {
         values: &values,
         observations: &kept,
         direction,
         standardized: &filtered,
+        ramps: &ramps,
         steppiness: threshold * threshold,
         settings: &s,
     };
@@ -124,12 +131,50 @@ pub fn detect_change_points(
                 *slot = Some(confirm.evidence(&splits, i));
             }
         }
-        let weakest = evidence
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| e.as_ref().filter(|e| !e.confirmed).map(|e| (i, e.p_value)))
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        let Some((dropped, _)) = weakest else {
+        let evidence_of = |i: usize| evidence[i].as_ref().expect("filled above");
+        let weakest = |doubtful: &dyn Fn(usize) -> bool| {
+            (0..evidence.len())
+                .filter(|&i| doubtful(i))
+                .map(|i| (i, evidence_of(i).p_value))
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+        };
+        // A gradual change next to a gradual change the other way is part of a swing (a
+        // seasonal or wandering level), not a change. A change next to one the same way is
+        // part of the same drift when their ramps overlap, or when one ramp fits the stretch
+        // as well as the two steps. Either is dropped once every other doubt is settled, the
+        // weakest first, and its neighbour re-examined over the longer stretch.
+        let not_alone = |i: usize| {
+            let e = evidence_of(i);
+            let rise = e.after - e.before;
+            [i.checked_sub(1), Some(i + 1)]
+                .into_iter()
+                .flatten()
+                .filter(|&j| j < evidence.len())
+                .any(|j| {
+                    let other = evidence_of(j);
+                    if (other.after - other.before) * rise < 0.0 {
+                        return e.drift.is_some() && other.drift.is_some();
+                    }
+                    if let (Some(a), Some(b)) = (e.drift, other.drift)
+                        && a.overlaps(&b)
+                    {
+                        return true;
+                    }
+                    let (first, second) = (i.min(j), i.max(j));
+                    let low = first.checked_sub(1).map_or(0, |k| splits[k]);
+                    let high = splits.get(second + 1).copied().unwrap_or(n);
+                    ramps.one_ramp_fits_two_steps(
+                        low,
+                        splits[first],
+                        splits[second],
+                        high,
+                        s.window,
+                    )
+                })
+        };
+        let Some((dropped, _)) =
+            weakest(&|i| !evidence_of(i).confirmed).or_else(|| weakest(&not_alone))
+        else {
             break;
         };
         splits.remove(dropped);
@@ -162,31 +207,41 @@ pub fn detect_change_points(
             let e = e.expect("every remaining split has evidence");
             let previous = if i == 0 { 0 } else { splits[i - 1] };
             let next = splits.get(i + 1).copied().unwrap_or(n);
-            let reference = PercentBase::new(e.before, e.after);
-            // Only the survivors need an interval, so it is computed here, once.
-            let (low, high) = shift_interval(
-                &values[e.window.0..at],
-                &values[at..e.window.1],
-                1.0 - s.alpha,
+            // A drift is reported from where the level started to move, with the levels of
+            // the stretches either side of its ramp.
+            let drift = e.drift;
+            let (start, span) = drift.map_or((at, 1), |r| (r.start, r.length));
+            let (left, right) = (
+                &values[e.window.0.min(start - 1)..start],
+                &values[(start + span - 1).min(e.window.1 - 1)..e.window.1],
             );
+            let (before, after) = if drift.is_some() {
+                (median(left), median(right))
+            } else {
+                (e.before, e.after)
+            };
+            let reference = PercentBase::new(before, after);
+            // Only the survivors need an interval, so it is computed here, once.
+            let (low, high) = shift_interval(left, right, 1.0 - s.alpha);
             ChangePoint {
-                position: indices[at],
-                kind: VerdictKind::of_change(e.after - e.before, direction),
-                before: e.before,
-                after: e.after,
-                change_pct: e.change_pct,
+                position: indices[start],
+                span: indices[start + span - 1] + 1 - indices[start],
+                kind: VerdictKind::of_change(after - before, direction),
+                before,
+                after,
+                change_pct: reference.percent((after - before).clamp(-f64::MAX, f64::MAX)),
                 ci_low_pct: reference.percent(low),
                 ci_high_pct: reference.percent(high),
                 p_value: e.p_value,
                 noise_pct: reference.percent(noise_abs).abs(),
-                segment_before: at - previous,
-                segment_after: next - at,
-                evidence_before: at - e.window.0,
-                evidence_after: e.window.1 - at,
-                method: if e.by_samples {
-                    "seeded-segmentation+samples-beside-the-step"
-                } else {
-                    "seeded-segmentation+mann-whitney"
+                segment_before: start - previous,
+                segment_after: next - start,
+                evidence_before: left.len(),
+                evidence_after: right.len(),
+                method: match (e.by_samples, drift.is_some()) {
+                    (true, _) => "seeded-segmentation+samples-beside-the-step",
+                    (false, true) => "seeded-segmentation+mann-whitney+ramp",
+                    (false, false) => "seeded-segmentation+mann-whitney",
                 },
             }
         })
@@ -214,6 +269,8 @@ struct Evidence {
     confirmed: bool,
     /// The samples of the commits beside the step gave the p-value (a short history).
     by_samples: bool,
+    /// The ramp that fits the change clearly better than any step, when it is gradual.
+    drift: Option<Ramp>,
 }
 
 struct Confirmation<'a> {
@@ -223,6 +280,8 @@ struct Confirmation<'a> {
     direction: Direction,
     /// The values in units of their noise, short excursions suppressed.
     standardized: &'a [f64],
+    /// Fits of a ramp to `standardized`, which tell a gradual change from a step.
+    ramps: &'a RampFitter,
     /// How much better (in squared noise units) a step must fit than a straight line.
     steppiness: f64,
     settings: &'a Sensitivity,
@@ -273,6 +332,7 @@ impl Confirmation<'_> {
             window: (left_start, right_end),
             confirmed,
             by_samples,
+            drift: drift_around(self.ramps, previous, next, at, s.window, self.steppiness),
         }
     }
 }
@@ -423,5 +483,6 @@ fn step_beats_line(values: &[f64], at: usize) -> f64 {
     improvement * (1.0 - rho) / (1.0 + rho)
 }
 
+mod ramp;
 #[cfg(test)]
 mod tests;

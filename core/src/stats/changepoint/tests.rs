@@ -98,7 +98,7 @@ fn spikes_that_revert_are_outliers_not_change_points() {
 }
 
 #[test]
-fn a_slow_drift_of_twenty_percent_over_forty_commits_is_reported() {
+fn a_slow_drift_is_one_change_over_a_range_from_where_it_started() {
     let mut rng = Rng::new(104);
     for _ in 0..30 {
         let mut series = noisy(&mut rng, 200, 100.0, 0.02);
@@ -106,10 +106,28 @@ fn a_slow_drift_of_twenty_percent_over_forty_commits_is_reported() {
             o.value *= 1.0 + 0.2 * ((i - 80) as f64 / 40.0).min(1.0);
         }
         let found = detect(&series);
-        assert!(!found.is_empty(), "drift missed");
-        for c in &found {
-            assert!((75..=125).contains(&c.position), "{c:?}");
-            assert_eq!(c.kind, VerdictKind::Regression);
+        let [drift] = found.as_slice() else {
+            panic!("one drift expected: {found:?}");
+        };
+        // The ramp runs over commits 80..=119 (the first at +0.5 %, the last at +20 %).
+        assert!(drift.position.abs_diff(80) <= 5, "{drift:?}");
+        assert!(drift.span.abs_diff(40) <= 10, "{drift:?}");
+        assert_eq!(drift.method, "seeded-segmentation+mann-whitney+ramp");
+        assert_eq!(drift.kind, VerdictKind::Regression);
+        // The levels either side of the ramp, not of its halves.
+        assert!((drift.change_pct - 20.0).abs() < 2.5, "{drift:?}");
+    }
+}
+
+#[test]
+fn a_step_is_not_reported_as_a_drift() {
+    let mut rng = Rng::new(106);
+    for _ in 0..50 {
+        let cv = rng.range(0.005, 0.05);
+        let mut series = noisy(&mut rng, 200, 100.0, cv);
+        step(&mut series, 100, 5.0 * cv);
+        for c in detect(&series) {
+            assert_eq!(c.span, 1, "{c:?}");
         }
     }
 }
