@@ -81,7 +81,15 @@ fn quick(only: &str) -> ExitCode {
                 .collect();
             let f1 = tcpd_f1(&truth, &found);
             if std::env::var_os("KYMO_VERDICTS_VERBOSE").is_some() && f1 < 1.0 {
-                println!("  series {i}: truth {truth:?} found {found:?} F1 {f1:.3}");
+                let shapes: Vec<(usize, usize, i64)> = kymo_core::stats::detect_change_points(
+                    &labeled.observations,
+                    kymo_core::model::Direction::Lower,
+                    &kymo_core::stats::Sensitivity::default(),
+                )
+                .iter()
+                .map(|c| (c.position, c.span, c.change_pct.round() as i64))
+                .collect();
+                println!("  series {i}: truth {truth:?} found {shapes:?} F1 {f1:.3}");
             }
             kymo += f1;
             never += tcpd_f1(&truth, &[]);
