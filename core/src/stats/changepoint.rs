@@ -187,10 +187,7 @@ pub fn detect_change_points(
         splits.remove(dropped);
         evidence.remove(dropped);
         // The neighbours now border longer segments: move them to their best split there and
-        // re-examine them and whoever borders them. A confirmed change is not moved onto a
-        // split its test does not confirm: the best split of the longer segment may be an
-        // older change that noisier commits hide (in one recorded `hex` history, a loaded
-        // first stretch hid a version's +170 % and took the slowdown after it along).
+        // re-examine them and whoever borders them.
         for neighbour in [
             dropped.checked_sub(1),
             (dropped < splits.len()).then_some(dropped),
@@ -198,15 +195,7 @@ pub fn detect_change_points(
         .into_iter()
         .flatten()
         {
-            let was_confirmed = evidence[neighbour].as_ref().is_some_and(|e| e.confirmed);
-            let old = splits[neighbour];
             splits[neighbour] = refined(&sums, &splits, neighbour, n, &s);
-            if was_confirmed
-                && splits[neighbour] != old
-                && !confirm.evidence(&splits, neighbour).confirmed
-            {
-                splits[neighbour] = old;
-            }
         }
         let low = dropped.saturating_sub(2);
         let high = (dropped + 2).min(splits.len());
