@@ -175,7 +175,7 @@ pub fn detect_change_points(
                 })
         };
         let swinging = || {
-            let swings = swings(&filtered, &splits);
+            let swings = swings(&filtered, &splits, 2 * s.window);
             weakest(&|i| swings[i])
         };
         let Some((dropped, _)) = weakest(&|i| !evidence_of(i).confirmed)
@@ -337,7 +337,10 @@ impl Confirmation<'_> {
             window: (left_start, right_end),
             confirmed,
             by_samples,
-            drift: drift_around(self.ramps, previous, next, at, s.window, self.steppiness),
+            // Only a confirmed change has a shape worth the O(window²) fit.
+            drift: confirmed
+                .then(|| drift_around(self.ramps, previous, next, at, s.window, self.steppiness))
+                .flatten(),
         }
     }
 }

@@ -6,8 +6,10 @@ use crate::stats::robust::median;
 /// Which of the changes at `splits` belong to an oscillation: three or more changes in a row
 /// after each of which the level comes back to where it was two segments before (low, high,
 /// low, high). A seasonal swing or a level that flips between two states is no change point;
-/// a regression fixed later is one return, and stays.
-pub(super) fn swings(values: &[f64], splits: &[usize]) -> Vec<bool> {
+/// a regression fixed later is one return, and stays. Only levels of at most `longest`
+/// commits between the changes make a swing: steps hundreds of commits apart that happen to
+/// go up and down are separate changes.
+pub(super) fn swings(values: &[f64], splits: &[usize], longest: usize) -> Vec<bool> {
     let bounds: Vec<usize> = std::iter::once(0)
         .chain(splits.iter().copied())
         .chain(std::iter::once(values.len()))
@@ -26,7 +28,8 @@ pub(super) fn swings(values: &[f64], splits: &[usize]) -> Vec<bool> {
         .collect();
     let mut swinging = vec![false; splits.len()];
     for c in 0..splits.len().saturating_sub(2) {
-        if returns[c] && returns[c + 1] {
+        let short = |k: usize| splits[k + 1] - splits[k] <= longest;
+        if returns[c] && returns[c + 1] && short(c) && short(c + 1) {
             swinging[c..=c + 2].iter_mut().for_each(|s| *s = true);
         }
     }
@@ -113,14 +116,16 @@ mod tests {
     #[test]
     fn a_level_that_flips_back_and_forth_is_a_swing() {
         let (values, splits) = levels(&[(0.0, 30), (3.0, 30), (0.2, 30), (2.9, 30), (0.0, 30)]);
-        assert_eq!(swings(&values, &splits), vec![true; 4]);
+        assert_eq!(swings(&values, &splits, 100), vec![true; 4]);
     }
 
     #[test]
     fn a_regression_fixed_later_and_a_staircase_are_no_swing() {
         let (values, splits) = levels(&[(0.0, 30), (3.0, 10), (0.0, 30)]);
-        assert_eq!(swings(&values, &splits), vec![false; 2]);
+        assert_eq!(swings(&values, &splits, 100), vec![false; 2]);
         let (values, splits) = levels(&[(0.0, 30), (3.0, 30), (6.0, 30), (4.0, 30)]);
-        assert_eq!(swings(&values, &splits), vec![false; 3]);
+        assert_eq!(swings(&values, &splits, 100), vec![false; 3]);
+        let (values, splits) = levels(&[(0.0, 300), (3.0, 300), (0.2, 300), (2.9, 300)]);
+        assert_eq!(swings(&values, &splits, 100), vec![false; 3]);
     }
 }
