@@ -133,6 +133,13 @@ pub fn detect_change_points(
                 *slot = Some(confirm.evidence(&splits, i));
             }
         }
+        if evidence.iter().flatten().all(|e| e.confirmed) {
+            for (i, e) in evidence.iter_mut().flatten().enumerate() {
+                if e.drift.is_none() {
+                    e.drift = Some(confirm.drift(&splits, i));
+                }
+            }
+        }
         let evidence_of = |i: usize| evidence[i].as_ref().expect("filled above");
         let weakest = |doubtful: &dyn Fn(usize) -> bool| {
             (0..evidence.len())
@@ -155,9 +162,9 @@ pub fn detect_change_points(
                 .any(|j| {
                     let other = evidence_of(j);
                     if (other.after - other.before) * rise < 0.0 {
-                        return e.drift.is_some() && other.drift.is_some();
+                        return e.drift.flatten().is_some() && other.drift.flatten().is_some();
                     }
-                    if let (Some(a), Some(b)) = (e.drift, other.drift)
+                    if let (Some(a), Some(b)) = (e.drift.flatten(), other.drift.flatten())
                         && a.overlaps(&b)
                     {
                         return true;
@@ -216,7 +223,7 @@ pub fn detect_change_points(
             let next = splits.get(i + 1).copied().unwrap_or(n);
             // A drift is reported from where the level started to move, with the levels of
             // the stretches either side of its ramp.
-            let drift = e.drift;
+            let drift = e.drift.flatten();
             let (start, span) = drift.map_or((at, 1), |r| (r.start, r.length));
             let (left, right) = (
                 &values[e.window.0.min(start - 1)..start],
@@ -275,8 +282,9 @@ struct Evidence {
     confirmed: bool,
     /// The samples of the commits beside the step gave the p-value (a short history).
     by_samples: bool,
-    /// The ramp that fits the change clearly better than any step, when it is gradual.
-    drift: Option<Ramp>,
+    /// The ramp that fits the change clearly better than any step, when it is gradual; None
+    /// until every candidate is confirmed (the fit is O(window²), so only survivors get it).
+    drift: Option<Option<Ramp>>,
 }
 
 struct Confirmation<'a> {
@@ -337,15 +345,27 @@ impl Confirmation<'_> {
             window: (left_start, right_end),
             confirmed,
             by_samples,
-            // Only a confirmed change has a shape worth the O(window²) fit.
-            drift: confirmed
-                .then(|| drift_around(self.ramps, previous, next, at, s.window, self.steppiness))
-                .flatten(),
+            drift: None,
         }
     }
 }
 
 impl Confirmation<'_> {
+    /// The ramp of candidate `i` between its neighbours, when it is gradual.
+    fn drift(&self, splits: &[usize], i: usize) -> Option<Ramp> {
+        let previous = if i == 0 { 0 } else { splits[i - 1] };
+        let next = splits.get(i + 1).copied().unwrap_or(self.values.len());
+        let reach = self.settings.window;
+        drift_around(
+            self.ramps,
+            previous,
+            next,
+            splits[i],
+            reach,
+            self.steppiness,
+        )
+    }
+
     /// The p-value of the per-commit test (rank test on samples, minimum effect against the
     /// noise of the commits before) between the commits on either side of `at`, when it calls
     /// a change: the evidence of a short history whose every commit already sits on its side.
