@@ -122,7 +122,9 @@ impl RampFitter {
         let mut step: Option<Ramp> = None;
         let mut ramp: Option<Ramp> = None;
         let better = |best: &Option<Ramp>, rss: f64| best.is_none_or(|b| rss < b.rss);
-        for start in first..=at.min(last_end) {
+        // Steps after the change point are candidates too (a step placed a commit or two
+        // early by noise is still a step); a ramp starts at the change point or before it.
+        for start in first..=last_end {
             if let Some(rss) = self.rss(low, high, start, 1)
                 && better(&step, rss)
             {
@@ -131,6 +133,9 @@ impl RampFitter {
                     length: 1,
                     rss,
                 });
+            }
+            if start > at {
+                continue;
             }
             for end in (at + 1).max(start + MIN_DRIFT_LENGTH)..=last_end {
                 let length = end - start;
@@ -139,19 +144,6 @@ impl RampFitter {
                 {
                     ramp = Some(Ramp { start, length, rss });
                 }
-            }
-        }
-        // Steps after the change point are candidates too: a step placed one or two commits
-        // early by noise is still a step.
-        for start in at + 1..=last_end {
-            if let Some(rss) = self.rss(low, high, start, 1)
-                && better(&step, rss)
-            {
-                step = Some(Ramp {
-                    start,
-                    length: 1,
-                    rss,
-                });
             }
         }
         (step, ramp)
