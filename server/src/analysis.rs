@@ -187,6 +187,7 @@ pub fn changes_in(
                 noise_pct: cp.noise_pct,
                 segment_before: cp.segment_before as i64,
                 segment_after: cp.segment_after as i64,
+                span: cp.span as i64,
                 method: cp.method,
             })
         })

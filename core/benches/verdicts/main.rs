@@ -59,6 +59,52 @@ fn evaluate(scenario: &Scenario, index: usize) -> Vec<Tally> {
     tallies
 }
 
+/// `KYMO_VERDICTS_ONLY=NAME`: TCPD's F1 of kymo and of never reporting on the scenarios whose
+/// name contains NAME, and (NAME `real`) the real series alone; a quick loop while tuning.
+fn quick(only: &str) -> ExitCode {
+    if only == "real" {
+        real::evaluate();
+        return ExitCode::SUCCESS;
+    }
+    for (index, scenario) in scenarios().iter().enumerate() {
+        if !scenario.name.contains(only) {
+            continue;
+        }
+        let (mut kymo, mut never) = (0.0, 0.0);
+        for i in 0..SERIES_PER_SCENARIO {
+            let mut rng = Rng::new(1_000_003 * index as u64 + i as u64);
+            let labeled = generate(&mut rng, &scenario.recipe);
+            let truth: Vec<usize> = labeled.events.iter().map(|e| e.start).collect();
+            let found: Vec<usize> = (Method::KymoChangePoints.detect(&labeled.observations))
+                .iter()
+                .map(|d| d.position)
+                .collect();
+            let f1 = tcpd_f1(&truth, &found);
+            if std::env::var_os("KYMO_VERDICTS_VERBOSE").is_some() && f1 < 1.0 {
+                let shapes: Vec<(usize, usize, i64)> = kymo_core::stats::detect_change_points(
+                    &labeled.observations,
+                    kymo_core::model::Direction::Lower,
+                    &kymo_core::stats::Sensitivity::default(),
+                )
+                .iter()
+                .map(|c| (c.position, c.span, c.change_pct.round() as i64))
+                .collect();
+                println!("  series {i}: truth {truth:?} found {shapes:?} F1 {f1:.3}");
+            }
+            kymo += f1;
+            never += tcpd_f1(&truth, &[]);
+        }
+        let n = SERIES_PER_SCENARIO as f64;
+        println!(
+            "{}: kymo {:.3} never {:.3}",
+            scenario.name,
+            kymo / n,
+            never / n
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 pub fn cell(value: Option<f64>) -> String {
     value.map_or("–".to_owned(), |v| format!("{v:.3}"))
 }
@@ -66,6 +112,9 @@ pub fn cell(value: Option<f64>) -> String {
 fn main() -> ExitCode {
     scorer::self_check();
     tcpd::self_check();
+    if let Ok(only) = std::env::var("KYMO_VERDICTS_ONLY") {
+        return quick(&only);
+    }
     let scenarios = scenarios();
     let results: Vec<Vec<Tally>> = scenarios
         .iter()

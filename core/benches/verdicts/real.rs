@@ -293,6 +293,14 @@ pub fn evaluate() -> (f64, f64, bool) {
             }
         );
         slowdown_flagged &= analysis;
+        if !analysis && std::env::var_os("KYMO_VERDICTS_VERBOSE").is_some() {
+            let points = detect_change_points(
+                &real.observations,
+                Direction::Lower,
+                &Sensitivity::default(),
+            );
+            println!("  replayed: {replayed:?}\n  final: {points:#?}");
+        }
     }
     println!();
     (kymo.0, kymo.1, slowdown_flagged)

@@ -40,6 +40,8 @@ pub struct FoundChange {
     pub noise_pct: f64,
     pub segment_before: i64,
     pub segment_after: i64,
+    /// Commits over which the level moved: 1 for a step, the ramp's length for a drift.
+    pub span: i64,
     pub method: &'static str,
 }
 
@@ -68,6 +70,9 @@ pub struct RegressionRow {
     pub noise_pct: f64,
     pub segment_before: i64,
     pub segment_after: i64,
+    /// Commits over which the level moved: 1 for a step at `sha`; for a slow drift, the
+    /// length of its ramp from `sha` on.
+    pub span: i64,
     pub method: String,
     pub active: bool,
     pub state: String,
@@ -218,7 +223,7 @@ impl Db {
             r#"SELECT g.id, r.name AS repository, g.series_id, b.name AS benchmark, s.metric, s.unit,
                       s.direction, m.fingerprint AS machine, c.sha, c.message, c.position,
                       p.sha AS "previous_sha?", g.kind, g.baseline, g.value, g.change_pct, g.ci_low_pct,
-                      g.ci_high_pct, g.p_value, g.noise_pct, g.segment_before, g.segment_after, g.method,
+                      g.ci_high_pct, g.p_value, g.noise_pct, g.segment_before, g.segment_after, g.span, g.method,
                       g.active AS "active: bool", g.state, g.state_by, g.state_at, g.note, g.detected_at
                FROM regressions g
                JOIN series s ON s.id = g.series_id
@@ -333,15 +338,16 @@ async fn record_series_changes(
                 sqlx::query!(
                     r#"UPDATE regressions SET commit_id = ?1, previous_id = ?2, baseline = ?3, value = ?4,
                            change_pct = ?5, ci_low_pct = ?6, ci_high_pct = ?7, p_value = ?8, noise_pct = ?9,
-                           segment_before = ?10, segment_after = ?11, method = ?12, active = 1, updated_at = ?13
+                           segment_before = ?10, segment_after = ?11, method = ?12, active = 1, updated_at = ?13,
+                           span = ?15
                        WHERE id = ?14
                          AND (commit_id, previous_id, baseline, value, change_pct, ci_low_pct, ci_high_pct,
-                              p_value, noise_pct, segment_before, segment_after, method, active)
-                             IS NOT (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1)"#,
+                              p_value, noise_pct, segment_before, segment_after, method, active, span)
+                             IS NOT (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1, ?15)"#,
                     change.commit_id, change.previous_id, change.baseline, change.value,
                     change.change_pct, change.ci_low_pct, change.ci_high_pct, change.p_value,
                     change.noise_pct, change.segment_before, change.segment_after, change.method,
-                    now, e.id
+                    now, e.id, change.span
                 )
                 .execute(&mut *conn)
                 .await?;
@@ -352,15 +358,15 @@ async fn record_series_changes(
                 let inserted = sqlx::query_scalar!(
                     r#"INSERT INTO regressions (series_id, commit_id, previous_id, kind, baseline, value,
                            change_pct, ci_low_pct, ci_high_pct, p_value, noise_pct, segment_before,
-                           segment_after, method, detected_at, updated_at)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           segment_after, span, method, detected_at, updated_at)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                        ON CONFLICT (series_id, commit_id) DO UPDATE SET active = 1, updated_at = excluded.updated_at
                        WHERE regressions.active = 0
                        RETURNING id AS "id!" "#,
                     series_id, change.commit_id, change.previous_id, change.kind, change.baseline,
                     change.value, change.change_pct, change.ci_low_pct, change.ci_high_pct,
                     change.p_value, change.noise_pct, change.segment_before, change.segment_after,
-                    change.method, now, now
+                    change.span, change.method, now, now
                 )
                 .fetch_optional(&mut *conn)
                 .await?;

@@ -21,13 +21,16 @@ use serde::Serialize;
 use crate::model::Direction;
 
 use super::compare::compare;
-use super::distribution::{normal_quantile, normal_sf};
+use super::distribution::normal_quantile;
 use super::mann_whitney::{mann_whitney, shift_interval};
 use super::noise::{CommitObservation, noise_model, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median, median_in_place};
 use super::segmentation::{PrefixSums, seeded_candidates, suppress_short_excursions};
 use super::sensitivity::Sensitivity;
 use super::verdict::VerdictKind;
+use autocorrelation::{for_autocorrelation, lag_one_correlation, significant_correlation};
+use ramp::{Ramp, RampFitter, drift_around};
+use shape::{step_beats_line, swings};
 
 /// Standardized distance from the local median beyond which a short excursion is replaced.
 const EXCURSION_THRESHOLD: f64 = 3.0;
@@ -35,13 +38,17 @@ const EXCURSION_THRESHOLD: f64 = 3.0;
 /// A confirmed change of level, with its evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChangePoint {
-    /// First commit of the new segment, as an index into the analysed slice.
+    /// First commit of the new segment, as an index into the analysed slice; for a drift,
+    /// the first commit whose level moved.
     pub position: usize,
+    /// Commits over which the level moved: 1 for a step; for a drift, the length of its ramp,
+    /// whose last commit (`position + span − 1`) is the first at the new level.
+    pub span: usize,
     /// Regression or improvement.
     pub kind: VerdictKind,
     /// Median of the commits before the change (at most `window` of them).
     pub before: f64,
-    /// Median of the commits from the change on (at most `window` of them).
+    /// Median of the commits from the new level on (at most `window` of them).
     pub after: f64,
     /// (after − before) / |before|, in percent.
     pub change_pct: f64,
@@ -109,11 +116,13 @@ pub fn detect_change_points(
     }
 
     let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
+    let ramps = RampFitter::new(&filtered);
     let confirm = Confirmation {
         values: &values,
         observations: &kept,
         direction,
         standardized: &filtered,
+        ramps: &ramps,
         steppiness: threshold * threshold,
         settings: &s,
     };
@@ -124,12 +133,62 @@ pub fn detect_change_points(
                 *slot = Some(confirm.evidence(&splits, i));
             }
         }
-        let weakest = evidence
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| e.as_ref().filter(|e| !e.confirmed).map(|e| (i, e.p_value)))
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        let Some((dropped, _)) = weakest else {
+        if evidence.iter().flatten().all(|e| e.confirmed) {
+            for (i, e) in evidence.iter_mut().flatten().enumerate() {
+                if e.drift.is_none() {
+                    e.drift = Some(confirm.drift(&splits, i));
+                }
+            }
+        }
+        let evidence_of = |i: usize| evidence[i].as_ref().expect("filled above");
+        let weakest = |doubtful: &dyn Fn(usize) -> bool| {
+            (0..evidence.len())
+                .filter(|&i| doubtful(i))
+                .map(|i| (i, evidence_of(i).p_value))
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+        };
+        // A gradual change next to a gradual change the other way is part of a swing (a
+        // seasonal or wandering level), not a change. A change next to one the same way is
+        // part of the same drift when their ramps overlap, or when one ramp fits the stretch
+        // as well as the two steps. Either is dropped once every other doubt is settled, the
+        // weakest first, and its neighbour re-examined over the longer stretch.
+        let not_alone = |i: usize| {
+            let e = evidence_of(i);
+            let rise = e.after - e.before;
+            [i.checked_sub(1), Some(i + 1)]
+                .into_iter()
+                .flatten()
+                .filter(|&j| j < evidence.len())
+                .any(|j| {
+                    let other = evidence_of(j);
+                    if (other.after - other.before) * rise < 0.0 {
+                        return e.drift.flatten().is_some() && other.drift.flatten().is_some();
+                    }
+                    if let (Some(a), Some(b)) = (e.drift.flatten(), other.drift.flatten())
+                        && a.overlaps(&b)
+                    {
+                        return true;
+                    }
+                    let (first, second) = (i.min(j), i.max(j));
+                    let low = first.checked_sub(1).map_or(0, |k| splits[k]);
+                    let high = splits.get(second + 1).copied().unwrap_or(n);
+                    ramps.one_ramp_fits_two_steps(
+                        low,
+                        splits[first],
+                        splits[second],
+                        high,
+                        s.window,
+                    )
+                })
+        };
+        let swinging = || {
+            let swings = swings(&filtered, &splits, 2 * s.window);
+            weakest(&|i| swings[i])
+        };
+        let Some((dropped, _)) = weakest(&|i| !evidence_of(i).confirmed)
+            .or_else(|| weakest(&not_alone))
+            .or_else(swinging)
+        else {
             break;
         };
         splits.remove(dropped);
@@ -162,31 +221,41 @@ pub fn detect_change_points(
             let e = e.expect("every remaining split has evidence");
             let previous = if i == 0 { 0 } else { splits[i - 1] };
             let next = splits.get(i + 1).copied().unwrap_or(n);
-            let reference = PercentBase::new(e.before, e.after);
-            // Only the survivors need an interval, so it is computed here, once.
-            let (low, high) = shift_interval(
-                &values[e.window.0..at],
-                &values[at..e.window.1],
-                1.0 - s.alpha,
+            // A drift is reported from where the level started to move, with the levels of
+            // the stretches either side of its ramp.
+            let drift = e.drift.flatten();
+            let (start, span) = drift.map_or((at, 1), |r| (r.start, r.length));
+            let (left, right) = (
+                &values[e.window.0.min(start - 1)..start],
+                &values[(start + span - 1).min(e.window.1 - 1)..e.window.1],
             );
+            let (before, after) = if drift.is_some() {
+                (median(left), median(right))
+            } else {
+                (e.before, e.after)
+            };
+            let reference = PercentBase::new(before, after);
+            // Only the survivors need an interval, so it is computed here, once.
+            let (low, high) = shift_interval(left, right, 1.0 - s.alpha);
             ChangePoint {
-                position: indices[at],
-                kind: VerdictKind::of_change(e.after - e.before, direction),
-                before: e.before,
-                after: e.after,
-                change_pct: e.change_pct,
+                position: indices[start],
+                span: indices[start + span - 1] + 1 - indices[start],
+                kind: VerdictKind::of_change(after - before, direction),
+                before,
+                after,
+                change_pct: reference.percent((after - before).clamp(-f64::MAX, f64::MAX)),
                 ci_low_pct: reference.percent(low),
                 ci_high_pct: reference.percent(high),
                 p_value: e.p_value,
                 noise_pct: reference.percent(noise_abs).abs(),
-                segment_before: at - previous,
-                segment_after: next - at,
-                evidence_before: at - e.window.0,
-                evidence_after: e.window.1 - at,
-                method: if e.by_samples {
-                    "seeded-segmentation+samples-beside-the-step"
-                } else {
-                    "seeded-segmentation+mann-whitney"
+                segment_before: start - previous,
+                segment_after: next - start,
+                evidence_before: left.len(),
+                evidence_after: right.len(),
+                method: match (e.by_samples, drift.is_some()) {
+                    (true, _) => "seeded-segmentation+samples-beside-the-step",
+                    (false, true) => "seeded-segmentation+mann-whitney+ramp",
+                    (false, false) => "seeded-segmentation+mann-whitney",
                 },
             }
         })
@@ -207,13 +276,15 @@ fn refined(sums: &PrefixSums, splits: &[usize], i: usize, n: usize, s: &Sensitiv
 struct Evidence {
     before: f64,
     after: f64,
-    change_pct: f64,
     p_value: f64,
     /// The commits the test used: `[window.0, position)` and `[position, window.1)`.
     window: (usize, usize),
     confirmed: bool,
     /// The samples of the commits beside the step gave the p-value (a short history).
     by_samples: bool,
+    /// The ramp that fits the change clearly better than any step, when it is gradual; None
+    /// until every candidate is confirmed (the fit is O(window²), so only survivors get it).
+    drift: Option<Option<Ramp>>,
 }
 
 struct Confirmation<'a> {
@@ -223,6 +294,8 @@ struct Confirmation<'a> {
     direction: Direction,
     /// The values in units of their noise, short excursions suppressed.
     standardized: &'a [f64],
+    /// Fits of a ramp to `standardized`, which tell a gradual change from a step.
+    ramps: &'a RampFitter,
     /// How much better (in squared noise units) a step must fit than a straight line.
     steppiness: f64,
     settings: &'a Sensitivity,
@@ -268,16 +341,31 @@ impl Confirmation<'_> {
         Evidence {
             before,
             after,
-            change_pct,
             p_value,
             window: (left_start, right_end),
             confirmed,
             by_samples,
+            drift: None,
         }
     }
 }
 
 impl Confirmation<'_> {
+    /// The ramp of candidate `i` between its neighbours, when it is gradual.
+    fn drift(&self, splits: &[usize], i: usize) -> Option<Ramp> {
+        let previous = if i == 0 { 0 } else { splits[i - 1] };
+        let next = splits.get(i + 1).copied().unwrap_or(self.values.len());
+        let reach = self.settings.window;
+        drift_around(
+            self.ramps,
+            previous,
+            next,
+            splits[i],
+            reach,
+            self.steppiness,
+        )
+    }
+
     /// The p-value of the per-commit test (rank test on samples, minimum effect against the
     /// noise of the commits before) between the commits on either side of `at`, when it calls
     /// a change: the evidence of a short history whose every commit already sits on its side.
@@ -307,121 +395,8 @@ fn fully_separated(left: &[f64], right: &[f64]) -> bool {
     max(left) < min(right) || max(right) < min(left)
 }
 
-/// The lag-1 autocorrelation of the ranks of the values within each side, pairs taken within
-/// each side. Ranks, so that a few wild values under load do not pass for autocorrelation.
-/// Noise is about 0; a seasonal swing, a random-walk drift or a trend leaves it well above.
-fn lag_one_correlation(left: &[f64], right: &[f64]) -> f64 {
-    let (mut product, mut square) = (0.0, 0.0);
-    for side in [left, right] {
-        let mut order: Vec<usize> = (0..side.len()).collect();
-        order.sort_by(|&a, &b| side[a].total_cmp(&side[b]));
-        let center = (side.len() as f64 - 1.0) / 2.0;
-        // Tied values share their mean rank, so a constant side has none to correlate.
-        let mut ranks = vec![0.0; side.len()];
-        let mut start = 0;
-        while start < order.len() {
-            let mut end = start + 1;
-            while end < order.len() && side[order[end]] == side[order[start]] {
-                end += 1;
-            }
-            let mean_rank = (start + end - 1) as f64 / 2.0 - center;
-            for &i in &order[start..end] {
-                ranks[i] = mean_rank;
-            }
-            start = end;
-        }
-        product += ranks.windows(2).map(|w| w[0] * w[1]).sum::<f64>();
-        square += ranks.iter().map(|r| r * r).sum::<f64>();
-    }
-    if square > 0.0 { product / square } else { 0.0 }
-}
-
-/// `rho` when it is above what white noise shows by chance (1.96/√pairs, the 95 % bound of a
-/// lag-1 autocorrelation of independent values), else 0. Short segments of plain noise give
-/// rank autocorrelations of ±0.3 by chance; shrinking their step's evidence by that lost a 50 %
-/// step between twelve and eight quiet commits about one time in two. A seasonal swing or a
-/// wandering level stays far above the bound.
-fn significant_correlation(rho: f64, left: &[f64], right: &[f64]) -> f64 {
-    let pairs = (left.len().saturating_sub(1) + right.len().saturating_sub(1)).max(1) as f64;
-    if rho > 1.96 / pairs.sqrt() { rho } else { 0.0 }
-}
-
-/// A two-sided p-value of a test that assumed independent values, corrected for a positive
-/// lag-1 autocorrelation `rho` as for an AR(1) series: its z-score shrinks by
-/// √((1 − ρ)/(1 + ρ)), the square root of the effective share of independent values. Ranks
-/// of a seasonal or drifting series look far more certain than they are.
-fn for_autocorrelation(p_value: f64, rho: f64) -> f64 {
-    if rho.is_nan() || rho <= 0.0 || p_value >= 1.0 {
-        return p_value;
-    }
-    let rho = rho.min(0.99);
-    let z = -normal_quantile(p_value / 2.0);
-    if !z.is_finite() {
-        return p_value;
-    }
-    (2.0 * normal_sf(z * ((1.0 - rho) / (1.0 + rho)).sqrt())).min(1.0)
-}
-
-/// How much better (in the values' squared units) a straight line with a step at `at` fits
-/// `values` than the straight line alone. A slow drift or a smooth trend is fitted by the
-/// line about as well, so its candidates are dropped and the neighbours re-examined: a trend
-/// that never settles is no change point, a drift between two flat stretches is still one
-/// change between them, and a step on a trend is still a step.
-fn step_beats_line(values: &[f64], at: usize) -> f64 {
-    let n = values.len();
-    if at == 0 || at >= n {
-        return 0.0;
-    }
-    let x_mean = (n - 1) as f64 / 2.0;
-    let y_mean = values.iter().sum::<f64>() / n as f64;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (i, y) in values.iter().enumerate() {
-        let dx = i as f64 - x_mean;
-        sxy += dx * (y - y_mean);
-        sxx += dx * dx;
-    }
-    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-    // The step's indicator, with what the line explains of it taken out; the line's
-    // residuals are orthogonal to the line, so their product with it is their sum past `at`.
-    let z_mean = (n - at) as f64 / n as f64;
-    let z_slope = (at..n).map(|i| i as f64 - x_mean).sum::<f64>() / sxx.max(f64::MIN_POSITIVE);
-    let (mut product, mut norm) = (0.0, 0.0);
-    for (i, y) in values.iter().enumerate() {
-        let dx = i as f64 - x_mean;
-        let z = if i >= at { 1.0 } else { 0.0 };
-        let z_perp = z - z_mean - z_slope * dx;
-        product += (y - y_mean - slope * dx) * z_perp;
-        norm += z_perp * z_perp;
-    }
-    if norm <= 0.0 {
-        return 0.0;
-    }
-    let improvement = product * product / norm;
-    // Residuals that still follow each other (a seasonal swing, a wandering level) carry
-    // less information than as many independent values: the improvement shrinks by the
-    // AR(1) share (1 − ρ)/(1 + ρ) of their lag-1 autocorrelation ρ.
-    let beta = product / norm;
-    let residual = |i: usize| {
-        let dx = i as f64 - x_mean;
-        let z = if i >= at { 1.0 } else { 0.0 };
-        values[i] - y_mean - slope * dx - beta * (z - z_mean - z_slope * dx)
-    };
-    let (mut lagged, mut squares) = (0.0, 0.0);
-    let mut previous = residual(0);
-    squares += previous * previous;
-    for i in 1..n {
-        let r = residual(i);
-        lagged += previous * r;
-        squares += r * r;
-        previous = r;
-    }
-    let rho = if squares > 0.0 {
-        (lagged / squares).clamp(0.0, 0.99)
-    } else {
-        0.0
-    };
-    improvement * (1.0 - rho) / (1.0 + rho)
-}
-
+mod autocorrelation;
+mod ramp;
+mod shape;
 #[cfg(test)]
 mod tests;

@@ -72,6 +72,7 @@ pub fn detect_tail_change(
         }
         return Some(ChangePoint {
             position: split,
+            span: 1,
             kind: verdict.kind,
             before: verdict.baseline,
             after: verdict.value,

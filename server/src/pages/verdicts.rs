@@ -126,6 +126,8 @@ struct RegressionPage {
     p_value: String,
     noise: String,
     segments: String,
+    /// A step at the culprit, or a drift over a range of commits from it.
+    shape: String,
     method: String,
     state_by: String,
     state_at: String,
@@ -186,6 +188,14 @@ pub async fn regression(
             "{} commits before, {} after",
             r.segment_before, r.segment_after
         ),
+        shape: if r.span > 1 {
+            format!(
+                "a drift over {} commits from this one on (a ramp, not one step)",
+                r.span
+            )
+        } else {
+            "a step at this commit".to_owned()
+        },
         method: r.method.clone(),
         state_by: r.state_by.clone().unwrap_or_default(),
         state_at: r.state_at.map(utc).unwrap_or_default(),

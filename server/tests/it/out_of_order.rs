@@ -22,6 +22,7 @@ pub fn change_at(commit_id: i64, position: i64) -> FoundChange {
         noise_pct: 1.0,
         segment_before: 5,
         segment_after: 5,
+        span: 1,
         method: "test",
     }
 }

@@ -46,6 +46,55 @@ async fn repository_r(commits: usize) -> (TestApp, TestRepo, Vec<String>) {
 }
 
 #[tokio::test]
+async fn a_slow_drift_is_one_regression_over_a_range_from_where_it_started() {
+    let (app, _repo, shas) = repository_r(70).await;
+    // 30 commits at 100, a ramp to 130 over commits 30..=49, then 20 commits at 130, each
+    // commit off by up to ±1 % (run-to-run noise, which the change points are measured in).
+    let level = |i: usize| {
+        let noise = 1.0 + ((i * 37) % 11) as f64 / 500.0 - 0.01;
+        noise * (100.0 + 30.0 * ((i as f64 - 29.0) / 20.0).clamp(0.0, 1.0))
+    };
+    for (i, sha) in shas.iter().enumerate() {
+        let (status, answer) = app
+            .post("/api/v1/repos/r/results", &upload(sha, level(i), i))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let (_, found) = app.get("/api/v1/repos/r/regressions").await;
+    let found = found.as_array().unwrap().clone();
+    let [drift] = found.as_slice() else {
+        panic!("one drift expected: {found:#?}");
+    };
+    let start = shas
+        .iter()
+        .position(|s| drift["sha"] == s.as_str())
+        .unwrap();
+    assert!(
+        start.abs_diff(30) <= 2,
+        "starts at commit {start}: {drift:#?}"
+    );
+    assert!(
+        drift["span"].as_i64().unwrap().abs_diff(20) <= 4,
+        "{drift:#?}"
+    );
+    assert!(
+        (drift["change_pct"].as_f64().unwrap() - 30.0).abs() < 2.0,
+        "{drift:#?}"
+    );
+    let id = drift["id"].as_i64().unwrap();
+    let (status, page) = app
+        .request(
+            "GET",
+            &format!("/repos/r/regressions/{id}"),
+            Body::empty(),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.as_str().unwrap().contains("a drift over"), "{page}");
+}
+
+#[tokio::test]
 async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
     let (app, _repo, shas) = repository_r(28).await;
 
@@ -69,6 +118,7 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
     );
     assert_eq!(regression["previous_sha"], shas[15].as_str());
     assert!((regression["change_pct"].as_f64().unwrap() - 20.0).abs() < 1.0);
+    assert_eq!(regression["span"], 1, "a step, not a drift");
     assert_eq!(regression["state"], "open");
 
     // More commits at the new level do not duplicate it.
