@@ -37,6 +37,7 @@ fn trend_svg() {
                 low: Some(value * 0.99),
                 high: Some(value * 1.01),
                 href: format!("/repos/r/commits/{i:040x}"),
+                committed_at: Some(1_790_000_000 + i as i64 * 3_600),
             }
         })
         .collect();

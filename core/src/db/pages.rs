@@ -84,6 +84,8 @@ pub struct BenchmarkSeriesRow {
 pub struct SeriesPoint {
     pub position: i64,
     pub sha: String,
+    /// When the commit was made, in Unix seconds.
+    pub committed_at: i64,
     pub value: f64,
     /// The raw samples.
     #[serde(with = "super::json_text::array")]
@@ -294,7 +296,7 @@ impl Db {
     ) -> Result<Vec<SeriesPoint>, DbError> {
         let mut points = sqlx::query_as!(
             SeriesPoint,
-            r#"SELECT c.position AS "position!", c.sha, x.value, x.samples
+            r#"SELECT c.position AS "position!", c.sha, c.committed_at, x.value, x.samples
                FROM measurements x JOIN commits c ON c.id = x.commit_id
                WHERE x.series_id = ? AND c.position IS NOT NULL
                  AND x.id = (SELECT max(y.id) FROM measurements y

@@ -136,6 +136,7 @@ mod tests {
             points: vec![SeriesPoint {
                 position: 3,
                 sha: "f00".into(),
+                committed_at: 0,
                 value: 1.5,
                 samples: "[1.0,1.5,2.0]".into(),
             }],

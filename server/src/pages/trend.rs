@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use kymo_core::db::{BenchmarkSeriesRow, EnvironmentPoint, RegressionRow};
+use kymo_core::results::quartiles;
 
 use super::overlays::{Overlays, overlays};
 use crate::chart::{TrendChart, TrendPoint, render_standalone_svg, render_trend_svg};
@@ -37,13 +38,15 @@ pub async fn load_series_trend(
         .iter()
         .map(|p| {
             let samples: Vec<f64> = serde_json::from_str(&p.samples).unwrap_or_default();
+            let middle_half = quartiles(&samples);
             TrendPoint {
                 position: p.position as usize,
                 sha: p.sha.clone(),
                 value: p.value,
-                low: samples.iter().copied().reduce(f64::min),
-                high: samples.iter().copied().reduce(f64::max),
+                low: middle_half.map(|(q1, _)| q1),
+                high: middle_half.map(|(_, q3)| q3),
                 href: format!("/repos/{repo_name}/commits/{}", p.sha),
+                committed_at: Some(p.committed_at),
             }
         })
         .collect();

@@ -156,6 +156,7 @@ pub async fn regression(
             low: None,
             high: None,
             href: format!("/repos/{repo}/commits/{}", p.sha),
+            committed_at: Some(p.committed_at),
         })
         .collect();
     let title = format!("{} · {}", r.metric, r.machine);
