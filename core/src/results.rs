@@ -254,7 +254,10 @@ mod tests {
         assert_eq!(quartiles(&[7.0]), Some((7.0, 7.0)));
         assert_eq!(quartiles(&[1.0, 2.0, 3.0, 4.0, 5.0]), Some((2.0, 4.0)));
         let (q1, q3) = quartiles(&[42.0, 43.0, 44.0, 45.0, 46.0, 47.0, 48.0, 420.0]).unwrap();
-        assert!((43.0..=44.0).contains(&q1) && (46.0..=47.0).contains(&q3), "{q1} {q3}");
+        assert!(
+            (43.0..=44.0).contains(&q1) && (46.0..=47.0).contains(&q3),
+            "{q1} {q3}"
+        );
     }
 
     #[test]

@@ -48,13 +48,7 @@ const SIZE_STEPS: &[(&str, f64)] = &[
 ];
 
 /// SI prefixes, for rates and for counts of units kymo does not know.
-const SI_STEPS: &[(&str, f64)] = &[
-    ("", 1.0),
-    ("k", 1e3),
-    ("M", 1e6),
-    ("G", 1e9),
-    ("T", 1e12),
-];
+const SI_STEPS: &[(&str, f64)] = &[("", 1.0), ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)];
 
 /// Below this magnitude an unknown unit keeps its plain numbers: `5120 ops` reads fine.
 const PLAIN_BELOW: f64 = 1e5;

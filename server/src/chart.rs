@@ -11,9 +11,9 @@ mod band;
 mod markup;
 mod overlay;
 mod scale;
-mod thin;
 #[cfg(test)]
 mod tests;
+mod thin;
 
 use std::collections::BTreeSet;
 
@@ -235,6 +235,19 @@ fn whisker(point: &TrendPoint) -> Option<(f64, f64)> {
 /// Margin around the plot, in pixels.
 const MARGIN: u32 = 12;
 
+/// Pixel columns a chart `width` wide has for its points, before the y labels' width is known
+/// (it depends on the values drawn): the widest usual label area is taken off.
+fn plot_columns(width: u32) -> usize {
+    width.saturating_sub(2 * MARGIN + 60) as usize
+}
+
+/// Whether a chart `width` pixels wide draws `points` points one by one with their spread,
+/// rather than thinned to the extremes of each few pixel columns without it: callers need not
+/// load the spread of a series that will be thinned.
+pub fn drawn_whole(points: usize, width: u32) -> bool {
+    !thin::thins(points, plot_columns(width))
+}
+
 fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, ChartError> {
     let first = x_of(points[0]);
     let last = x_of(points[points.len() - 1]);
@@ -253,7 +266,7 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
     let y_labels = (chart.height / 50).clamp(3, 10) as usize;
     // The label width depends on the y range, which depends on what is drawn: estimate the plot
     // width with the widest label area first.
-    let thinned = thin::thin(points, chart.width.saturating_sub(2 * MARGIN + 60) as usize, &keep);
+    let thinned = thin::thin(points, plot_columns(chart.width), &keep);
     let line: Vec<&TrendPoint> = thinned.line.iter().map(|(_, p)| *p).collect();
     let (y_lo, y_hi) = y_range(&line, !thinned.thinned, band, baseline);
     let scale = Scale::for_values(chart.unit, [y_lo, y_hi]);
@@ -316,9 +329,11 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
         } else {
             f64::INFINITY
         };
-        plot.draw_series(ticks.iter().map(|p| {
-            PathElement::new(vec![(x_of(p), y_lo), (x_of(p), y_hi)], GRID_COLOR)
-        }))
+        plot.draw_series(
+            ticks
+                .iter()
+                .map(|p| PathElement::new(vec![(x_of(p), y_lo), (x_of(p), y_hi)], GRID_COLOR)),
+        )
         .map_err(draw_error)?;
         draw_band(&mut plot, chart.band, (first, last))?;
         draw_series(&mut plot, &thinned, spacing)?;
@@ -405,9 +420,10 @@ fn draw_series(plot: &mut Plot, thinned: &Thinned, spacing: f64) -> Result<(), C
         }
     }
     let (runs, gaps) = split_at_gaps(&thinned.line);
-    plot.draw_series(gaps.into_iter().map(|(a, b)| {
-        PathElement::new(vec![a, b], LINE_COLOR.mix(0.35).stroke_width(1))
-    }))
+    plot.draw_series(
+        gaps.into_iter()
+            .map(|(a, b)| PathElement::new(vec![a, b], LINE_COLOR.mix(0.35).stroke_width(1))),
+    )
     .map_err(draw_error)?;
     for run in runs {
         plot.draw_series(LineSeries::new(run, LINE_COLOR.stroke_width(2)))
@@ -419,7 +435,10 @@ fn draw_series(plot: &mut Plot, thinned: &Thinned, spacing: f64) -> Result<(), C
 /// The line's unbroken runs, and the stretches between them where commits were not measured:
 /// two points that were neighbours in the series (nothing thinned away between them) but are
 /// more than one commit apart.
-#[expect(clippy::type_complexity, reason = "two lists of coordinates, named at the call")]
+#[expect(
+    clippy::type_complexity,
+    reason = "two lists of coordinates, named at the call"
+)]
 fn split_at_gaps(
     line: &[(usize, &TrendPoint)],
 ) -> (Vec<Vec<(i64, f64)>>, Vec<((i64, f64), (i64, f64))>) {

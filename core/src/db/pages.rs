@@ -288,22 +288,26 @@ impl Db {
         .await?)
     }
 
-    /// The newest `limit` points of a series on the tracked branch, oldest first.
+    /// The newest `limit` points of a series on the tracked branch up to position `until`
+    /// (the branch head when `None`), oldest first.
     pub async fn series_points(
         &self,
         series_id: i64,
         limit: i64,
+        until: Option<i64>,
     ) -> Result<Vec<SeriesPoint>, DbError> {
         let mut points = sqlx::query_as!(
             SeriesPoint,
             r#"SELECT c.position AS "position!", c.sha, c.committed_at, x.value, x.samples
                FROM measurements x JOIN commits c ON c.id = x.commit_id
-               WHERE x.series_id = ? AND c.position IS NOT NULL
+               WHERE x.series_id = ?1 AND c.position IS NOT NULL
+                 AND (?3 IS NULL OR c.position <= ?3)
                  AND x.id = (SELECT max(y.id) FROM measurements y
                              WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY c.position DESC LIMIT ?"#,
+               ORDER BY c.position DESC LIMIT ?2"#,
             series_id,
-            limit
+            limit,
+            until
         )
         .fetch_all(&self.reader)
         .await?;

@@ -78,7 +78,7 @@ pub async fn series(
     }
     let mut out = Vec::with_capacity(all.len());
     for series in all {
-        let points = state.db.series_points(series.id, limit).await?;
+        let points = state.db.series_points(series.id, limit, None).await?;
         out.push(SeriesWithPoints { series, points });
     }
     Ok(match format {

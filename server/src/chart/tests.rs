@@ -449,9 +449,15 @@ fn the_x_axis_names_commits_by_short_sha_and_date() {
     }
     let svg = render(&points);
     assert_well_formed(&svg);
-    assert!(svg.contains("<tspan font-family=\"monospace\">0000000</tspan>"), "{svg}");
+    assert!(
+        svg.contains("<tspan font-family=\"monospace\">0000000</tspan>"),
+        "{svg}"
+    );
     assert!(svg.contains(">2026-11-22</tspan>") && svg.contains(">2026-11-24</tspan>"));
-    assert!(!svg.contains(">0</text>"), "no position numbers on the axis");
+    assert!(
+        !svg.contains(">0</text>"),
+        "no position numbers on the axis"
+    );
     assert!(svg.contains("<title>0000000001, 2026-11-23: 11 ns</title>"));
 }
 
@@ -472,10 +478,16 @@ fn ten_thousand_commits_draw_no_more_points_than_pixels_and_keep_a_spike() {
     assert_well_formed(&svg);
     let links = svg.matches("<a href=").count();
     assert!(links <= 800 / thin::PIXELS_PER_BUCKET, "{links} links");
-    assert!(svg.contains("/repos/demo/commits/7777\""), "the spike is linked");
+    assert!(
+        svg.contains("/repos/demo/commits/7777\""),
+        "the spike is linked"
+    );
     assert!(svg.len() < 60_000, "{} bytes", svg.len());
     let small = render(&series(&values[..100]));
-    assert!(small.matches("<a href=").count() == 100, "a short series is drawn whole");
+    assert!(
+        small.matches("<a href=").count() == 100,
+        "a short series is drawn whole"
+    );
 }
 
 #[test]

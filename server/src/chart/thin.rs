@@ -26,6 +26,15 @@ pub(super) struct Thinned<'p> {
     pub thinned: bool,
 }
 
+/// Whether `points` points are too many for `columns` pixel columns, and get thinned.
+pub(super) fn thins(points: usize, columns: usize) -> bool {
+    points > buckets(columns) * 2
+}
+
+fn buckets(columns: usize) -> usize {
+    (columns / PIXELS_PER_BUCKET).max(1)
+}
+
 /// Keeps all `points` when there are at most `columns` buckets' worth, otherwise the lowest and
 /// highest of each bucket (in position order) and every point at a position in `keep`.
 pub(super) fn thin<'p>(
@@ -33,14 +42,14 @@ pub(super) fn thin<'p>(
     columns: usize,
     keep: &BTreeSet<i64>,
 ) -> Thinned<'p> {
-    let buckets = (columns / PIXELS_PER_BUCKET).max(1);
-    if points.len() <= buckets * 2 {
+    if !thins(points.len(), columns) {
         return Thinned {
             line: points.iter().copied().enumerate().collect(),
             linked: points.to_vec(),
             thinned: false,
         };
     }
+    let buckets = buckets(columns);
     let first = x_of(points[0]);
     let span = (x_of(points[points.len() - 1]) - first + 1) as f64;
     let bucket_of = |point: &TrendPoint| {

@@ -4,6 +4,7 @@
 mod access;
 mod alerts;
 mod atom;
+mod benchmark;
 mod continuous;
 mod embed;
 pub(crate) mod format;
@@ -44,7 +45,10 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(continuous::backfill),
         )
         .route("/repos/{repo}/commits/{sha}", get(views::commit))
-        .route("/repos/{repo}/benchmarks/{*name}", get(views::benchmark))
+        .route(
+            "/repos/{repo}/benchmarks/{*name}",
+            get(benchmark::benchmark),
+        )
         .route("/repos/{repo}/regressions", get(verdicts::regressions))
         .route("/repos/{repo}/regressions/{id}", get(verdicts::regression))
         .route(

@@ -4,13 +4,11 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use kymo_core::credentials::redact_secrets;
-use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter};
+use kymo_core::db::{HistoryStatus, MachineRow};
 use serde::Deserialize;
 
 use super::access::Viewer;
-use super::embed::{public_base, trend_svg_path};
 use super::format::{change, elapsed, summary, utc, value};
-use super::trend::{EnvironmentCache, load_series_trend};
 use super::{PageResult, is_htmx, render};
 use std::collections::HashMap;
 
@@ -19,12 +17,9 @@ use kymo_core::stats::{Verdict, VerdictKind};
 
 use crate::api::load_commit;
 use crate::compare::{Baseline, compare_commits};
-use crate::error::AppError;
 use crate::state::AppState;
-use kymo_core::protocol::query_value;
 
 const HISTORY_PAGE: i64 = 50;
-const TREND_POINTS: i64 = 1_000;
 
 struct RepoView {
     name: String,
@@ -279,104 +274,6 @@ async fn parent_verdicts(
             .collect(),
         Err(_) => HashMap::new(),
     }
-}
-
-struct ChartView {
-    metric: String,
-    metric_query: String,
-    unit: String,
-    direction: String,
-    machine: String,
-    points: usize,
-    svg: String,
-    /// Absolute address of the series' embeddable image.
-    embed: String,
-}
-
-#[derive(Template)]
-#[template(path = "benchmark.html", blocks = ["charts"])]
-struct BenchmarkPage {
-    repo: String,
-    benchmark: String,
-    benchmark_query: String,
-    charts: Vec<ChartView>,
-    ranges: [i64; 4],
-    last: i64,
-}
-
-/// The zoom choices of a trend graph: how many of the newest commits it shows.
-const RANGES: [i64; 4] = [20, 100, 1_000, 10_000];
-
-/// The benchmark page's zoom.
-#[derive(Debug, Deserialize)]
-pub struct Zoom {
-    last: Option<i64>,
-}
-
-pub async fn benchmark(
-    State(state): State<AppState>,
-    Path((repo_name, benchmark)): Path<(String, String)>,
-    Query(zoom): Query<Zoom>,
-    headers: HeaderMap,
-) -> PageResult {
-    let last = zoom.last.unwrap_or(TREND_POINTS).clamp(2, 10_000);
-    let repo = state.db.repository(&repo_name).await?;
-    let all = state
-        .db
-        .series(repo.id, Some(&benchmark), None, None)
-        .await?;
-    if all.is_empty() {
-        return Err(AppError::NotFound(format!("benchmark {benchmark:?} not found")).into());
-    }
-    let regressions = state
-        .db
-        .regressions(
-            repo.id,
-            &RegressionFilter {
-                benchmark: Some(benchmark.clone()),
-                ..RegressionFilter::default()
-            },
-        )
-        .await?;
-    let base = public_base(&headers);
-    let mut environments = EnvironmentCache::new();
-    let mut charts = Vec::with_capacity(all.len());
-    for series in all {
-        let trend = load_series_trend(
-            &state,
-            (&repo_name, repo.id),
-            &series,
-            last,
-            &regressions,
-            &mut environments,
-        )
-        .await?;
-        charts.push(ChartView {
-            svg: trend.inline_svg(&series.unit)?,
-            embed: format!(
-                "{base}{}",
-                trend_svg_path(&repo_name, &benchmark, &series.metric, &series.machine)
-            ),
-            points: trend.points.len(),
-            metric_query: query_value(&series.metric),
-            metric: series.metric,
-            unit: series.unit,
-            direction: series.direction,
-            machine: series.machine,
-        });
-    }
-    let page = BenchmarkPage {
-        repo: repo_name,
-        benchmark_query: query_value(&benchmark),
-        benchmark,
-        charts,
-        ranges: RANGES,
-        last,
-    };
-    if is_htmx(&headers) {
-        return render(&page.as_charts());
-    }
-    render(&page)
 }
 
 struct JobView {

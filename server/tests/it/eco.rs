@@ -275,7 +275,8 @@ async fn the_trend_image_refuses_ambiguous_unknown_and_oversized_requests() {
     let app = TestApp::new().await;
     stepped(&app).await;
     for (path, status, expect) in [
-        ("/repos/r/trend.svg?benchmark=steady", 422, "2 series match"),
+        // Without a metric, a benchmark of one machine shows its time.
+        ("/repos/r/trend.svg?benchmark=steady", 200, ""),
         ("/repos/r/trend.svg?benchmark=steady&metric=rate", 200, ""),
         ("/repos/r/trend.svg?benchmark=nope", 404, "not found"),
         (
@@ -306,15 +307,76 @@ async fn the_trend_image_refuses_ambiguous_unknown_and_oversized_requests() {
             "height",
         ),
     ] {
+        if status == 200 {
+            let image = raw(&app, path).await;
+            assert_eq!(image.status, StatusCode::OK, "{path}: {}", image.body);
+            let metric = if path.contains("metric=rate") {
+                "rate"
+            } else {
+                "time"
+            };
+            assert!(image.body.contains(&format!("steady · {metric}")), "{path}");
+            continue;
+        }
         let (got, body) = app.get(path).await;
         assert_eq!(got.as_u16(), status, "{path}: {body}");
-        if status != 200 {
+        {
             assert!(
                 body["error"].as_str().unwrap().contains(expect),
                 "{path}: {body}"
             );
         }
     }
+}
+
+#[tokio::test]
+async fn the_benchmark_page_moves_through_history_with_plain_links() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = stepped(&app).await;
+    let newest = raw(&app, "/repos/r/benchmarks/steady?last=5").await;
+    assert_eq!(newest.status, StatusCode::OK);
+    let head = shas.last().unwrap();
+    assert!(newest.body.contains(&format!("/commits/{head}")));
+    assert!(
+        newest.body.contains(&format!("to {} (", &head[..7])),
+        "the span names the head"
+    );
+    let link = |body: &str, label: &str| {
+        let end = body
+            .find(&format!("\">{label}</a>"))
+            .unwrap_or_else(|| panic!("{label}: {body}"));
+        let start = body[..end].rfind("href=\"").unwrap() + 6;
+        let href = &body[start..];
+        href[..href.find('"').unwrap()].replace("&#38;", "&")
+    };
+    let older = link(&newest.body, "← older");
+    assert!(older.starts_with("?last=5&to="), "{older}");
+    let page = raw(&app, &format!("/repos/r/benchmarks/steady{older}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let before = &shas[shas.len() - 6];
+    assert!(
+        page.body.contains(&format!("/commits/{before}")),
+        "the window before"
+    );
+    assert!(
+        !page.body.contains(&format!("/commits/{head}\"")),
+        "without the head"
+    );
+    let back = link(&page.body, "newest");
+    assert_eq!(back, "?last=5");
+    let zoomed = raw(
+        &app,
+        &format!(
+            "/repos/r/benchmarks/steady{}",
+            link(&newest.body, "zoom out")
+        ),
+    )
+    .await;
+    assert!(
+        zoomed.body.contains("the newest 10 commits"),
+        "{}",
+        zoomed.body
+    );
 }
 
 #[tokio::test]
