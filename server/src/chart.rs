@@ -11,6 +11,7 @@ mod band;
 mod markup;
 mod overlay;
 mod scale;
+mod sparkline;
 #[cfg(test)]
 mod tests;
 mod thin;
@@ -26,6 +27,7 @@ use markup::{Placed, assemble, render_no_data, standalone, without_control_chars
 use overlay::Frame;
 pub use overlay::{Annotation, Baseline, ChangeMarker, MarkerKind, Segment};
 use scale::{AxisFormat, y_range};
+pub use sparkline::render_sparkline;
 use thin::Thinned;
 
 /// Smallest accepted chart width in pixels: below it the label areas leave no room to plot.

@@ -9,6 +9,7 @@ mod continuous;
 mod embed;
 pub(crate) mod format;
 mod overlays;
+mod summary;
 pub(crate) mod trend;
 mod verdicts;
 mod views;
@@ -55,6 +56,7 @@ pub fn router() -> Router<AppState> {
             "/repos/{repo}/regressions/{id}/triage",
             axum::routing::post(verdicts::triage),
         )
+        .route("/repos/{repo}/compare", get(summary::compare_form))
         .route("/repos/{repo}/compare/{spec}", get(verdicts::compare))
         .route("/repos/{repo}/alerts", get(alerts::alerts))
         .route(

@@ -4,11 +4,15 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use kymo_core::credentials::redact_secrets;
-use kymo_core::db::{HistoryStatus, MachineRow};
+use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter};
 use serde::Deserialize;
 
 use super::access::Viewer;
 use super::format::{change, elapsed, summary, utc, value};
+use super::summary::{
+    OPEN_REGRESSIONS_SHOWN, OpenRegressionView, SUMMARY_PAGE, SUMMARY_WINDOW, SeriesSummaryView,
+    SummarySort, summarize,
+};
 use super::{PageResult, is_htmx, render};
 use std::collections::HashMap;
 
@@ -72,7 +76,16 @@ struct RepoPage {
     branch: String,
     history: Vec<HistoryView>,
     next_offset: Option<i64>,
-    benchmarks: Vec<(String, i64)>,
+    /// The newest open regressions, and how many are open.
+    open_regressions: Vec<OpenRegressionView>,
+    open_count: usize,
+    /// One page of the performance summary, its order, and where the next page starts.
+    summary: Vec<SeriesSummaryView>,
+    summary_total: usize,
+    summary_from: usize,
+    summary_next: Option<usize>,
+    sort: SummarySort,
+    window: i64,
     /// Whether a kymo.toml is kept on the server for commits without one.
     stored_suites: bool,
     /// The logged-in admin's anti-forgery token, for the backfill form.
@@ -82,6 +95,10 @@ struct RepoPage {
 #[derive(Debug, Deserialize)]
 pub struct Paging {
     offset: Option<i64>,
+    /// First row of the performance summary shown.
+    from: Option<usize>,
+    #[serde(default)]
+    sort: SummarySort,
 }
 
 pub async fn repository(
@@ -108,8 +125,39 @@ pub async fn repository(
             statuses: c.statuses,
         })
         .collect();
+    let open = state
+        .db
+        .regressions(
+            repo.id,
+            &RegressionFilter {
+                kind: Some("regression".into()),
+                state: Some("open".into()),
+                ..RegressionFilter::default()
+            },
+        )
+        .await?;
+    let recent = state.db.recent_values(repo.id, SUMMARY_WINDOW).await?;
+    let series = state.db.series(repo.id, None, None, None).await?;
+    let all = summarize(&name, series, &recent, paging.sort);
+    let summary_total = all.len();
+    let summary_from = paging.from.unwrap_or(0).min(summary_total);
+    let summary = (all.into_iter().skip(summary_from).take(SUMMARY_PAGE))
+        .map(SeriesSummaryView::with_sparkline)
+        .collect();
     let page = RepoPage {
-        benchmarks: state.db.benchmarks(repo.id).await?,
+        open_count: open.len(),
+        open_regressions: open
+            .iter()
+            .take(OPEN_REGRESSIONS_SHOWN)
+            .map(OpenRegressionView::from)
+            .collect(),
+        summary,
+        summary_total,
+        summary_from,
+        summary_next: (summary_from + SUMMARY_PAGE < summary_total)
+            .then_some(summary_from + SUMMARY_PAGE),
+        sort: paging.sort,
+        window: SUMMARY_WINDOW,
         stored_suites: state.db.stored_suites(repo.id).await?.is_some(),
         csrf: viewer.csrf(),
         name: repo.name,

@@ -396,3 +396,54 @@ async fn the_benchmark_page_links_its_exports_and_shows_the_embed_snippet() {
         page.body
     );
 }
+
+#[tokio::test]
+async fn the_repository_page_leads_with_what_changed_and_compares_any_two_commits() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = stepped(&app).await;
+    let page = raw(&app, "/repos/r").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+    let summary = &body[body.find("<section class=\"summary\">").expect("a summary")..];
+    let rows = &summary[summary.find("<tbody>").unwrap()..];
+    let first_row = &rows[..rows.find("</tr>").unwrap()];
+    assert!(
+        first_row.contains("worse"),
+        "the 20 % step leads: {first_row}"
+    );
+    assert!(first_row.contains("class=\"spark\""), "with its sparkline");
+    assert!(summary.contains("3 series"), "{summary}");
+    let open = body
+        .find("Open regressions")
+        .expect("open regressions are listed");
+    assert!(
+        open < body.find("<section class=\"summary\">").unwrap(),
+        "and come first"
+    );
+    // Uploaded results are the commit's state, not a failed or missing job.
+    assert!(body.contains("badge uploaded"), "{body}");
+    assert!(!body.contains("badge failed"));
+
+    let by_name = raw(&app, "/repos/r?sort=name").await;
+    let names = &by_name.body[by_name.body.find("<section class=\"summary\">").unwrap()..];
+    assert!(names.find("steady").unwrap() > names.find("&lt;").unwrap_or(0));
+
+    // The compare form answers with the compare page's address.
+    let (base, head) = (&shas[3][..10], &shas[20][..10]);
+    let form = raw(&app, &format!("/repos/r/compare?base={base}&head={head}")).await;
+    assert_eq!(form.status, StatusCode::SEE_OTHER);
+    let target = form.headers[header::LOCATION].to_str().unwrap().to_owned();
+    assert_eq!(target, format!("/repos/r/compare/{base}...{head}"));
+    assert_eq!(raw(&app, &target).await.status, StatusCode::OK);
+    let parent = raw(&app, &format!("/repos/r/compare?head={head}")).await;
+    assert_eq!(
+        parent.headers[header::LOCATION],
+        format!("/repos/r/compare/{head}").as_str()
+    );
+    let hostile = raw(&app, "/repos/r/compare?base=a%2F..%2Fb%3Fx&head=%3Cb%3E").await;
+    assert_eq!(
+        hostile.headers[header::LOCATION],
+        "/repos/r/compare/a%2F..%2Fb%3Fx...%3Cb%3E",
+        "form fields stay inside the compare address"
+    );
+}
