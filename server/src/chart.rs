@@ -449,11 +449,12 @@ fn split_at_gaps(
     let mut previous: Option<(usize, (i64, f64))> = None;
     for &(index, point) in line {
         let here = (x_of(point), point.value);
-        if let Some((previous_index, there)) = previous {
-            if index == previous_index + 1 && here.0 - there.0 > 1 {
-                gaps.push((there, here));
-                runs.push(Vec::new());
-            }
+        if let Some((previous_index, there)) = previous
+            && index == previous_index + 1
+            && here.0 - there.0 > 1
+        {
+            gaps.push((there, here));
+            runs.push(Vec::new());
         }
         runs.last_mut().expect("runs starts non-empty").push(here);
         previous = Some((index, here));

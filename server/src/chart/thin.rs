@@ -65,29 +65,38 @@ pub(super) fn thin<'p>(
                 .iter()
                 .position(|p| bucket_of(p) != bucket)
                 .unwrap_or(points.len() - start);
-        let mut low = start;
-        let mut high = start;
-        for i in start..end {
-            if points[i].value < points[low].value {
-                low = i;
-            }
-            if points[i].value > points[high].value {
-                high = i;
-            }
-        }
-        let mean = points[start..end].iter().map(|p| p.value).sum::<f64>() / (end - start) as f64;
+        let bucket_points = &points[start..end];
+        let by_value =
+            |a: &(usize, &&TrendPoint), b: &(usize, &&TrendPoint)| a.1.value.total_cmp(&b.1.value);
+        let low = start
+            + bucket_points
+                .iter()
+                .enumerate()
+                .min_by(by_value)
+                .map_or(0, |(i, _)| i);
+        let high = start
+            + bucket_points
+                .iter()
+                .enumerate()
+                .max_by(by_value)
+                .map_or(0, |(i, _)| i);
+        let mean = bucket_points.iter().map(|p| p.value).sum::<f64>() / bucket_points.len() as f64;
         let extreme = if points[high].value - mean >= mean - points[low].value {
             high
         } else {
             low
         };
-        for i in start..end {
-            let kept = keep.contains(&x_of(points[i]));
+        for (i, point) in bucket_points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (start + i, *p))
+        {
+            let kept = keep.contains(&x_of(point));
             if i == low || i == high || kept {
-                line.push((i, points[i]));
+                line.push((i, point));
             }
             if i == extreme || kept {
-                linked.push(points[i]);
+                linked.push(point);
             }
         }
         start = end;
