@@ -52,6 +52,8 @@ struct BenchmarkPage {
     last: i64,
     /// Whether the window ends before the newest commit.
     pinned: bool,
+    /// Commits on the fullest chart.
+    shown: usize,
     /// What the charts span: "abc1234 (2026-10-01) to def5678 (2026-11-24)".
     span: String,
     moves: Vec<Move>,
@@ -131,6 +133,7 @@ pub async fn benchmark(
         });
     }
     let page = BenchmarkPage {
+        shown: charts.iter().map(|c| c.points).max().unwrap_or(0),
         repo: repo_name,
         benchmark_query: query_value(&benchmark),
         benchmark,
