@@ -83,7 +83,13 @@ test('the dashboard leads to a benchmark trend graph', async (t) => {
   assert.equal(await page.locator('#history tr').count(), COMMITS);
   await shot(page, '1-repository');
 
-  await page.getByRole('link', { name: 'parse/json', exact: true }).click();
+  // The summary leads with the biggest change: parse/json's 30 % step.
+  const summary = page.locator('section.summary');
+  const first = summary.locator('tbody tr').first();
+  assert.match(await first.textContent(), /parse\/json/);
+  assert.equal(await first.locator('td.worse').count(), 1, 'the step is marked worse');
+  assert.equal(await first.locator('svg.spark').count(), 1, 'with a sparkline');
+  await summary.getByRole('link', { name: 'parse/json', exact: true }).click();
   await page.waitForURL(url(`/repos/${REPO}/benchmarks/parse/json`));
   assert.equal(await page.locator('h1').textContent(), 'parse/json');
   const chart = page.locator('#charts section.chart svg');
@@ -132,6 +138,44 @@ test('the range changes through htmx without reloading the page', async (t) => {
   assert.equal(await current.count(), 1);
   assert.equal(await current.textContent(), '20', 'the chosen range is highlighted');
   await shot(page, '2-range-20');
+});
+
+test('the chart moves through history and back without reloading the page', async (t) => {
+  const page = await openPage(t);
+  await page.goto(url(`/repos/${REPO}/benchmarks/parse/json?last=10`));
+  await page.evaluate(() => { window.kymoE2eMarker = 'still here'; });
+  const zoom = page.locator('nav.zoom');
+  assert.match(await zoom.textContent(), /the newest 10 commits: \w{7} \(\d{4}-\d\d-\d\d\) to/);
+  const newestShas = await page.locator('#charts svg g.points a').evaluateAll((links) => links.map((a) => a.getAttribute('href')));
+
+  await zoom.getByRole('link', { name: '← older' }).click();
+  await page.waitForURL((u) => u.searchParams.has('to'));
+  await page.waitForFunction(() => /^10 commits/.test(document.querySelector('nav.zoom span').textContent));
+  const olderShas = await page.locator('#charts svg g.points a').evaluateAll((links) => links.map((a) => a.getAttribute('href')));
+  assert.equal(olderShas.length, 10, 'the ten commits before');
+  assert.ok(olderShas.every((href) => !newestShas.includes(href)), 'none of the newest ten');
+  assert.equal(await page.evaluate(() => window.kymoE2eMarker), 'still here', 'no reload');
+  await shot(page, '2-zoom-older');
+
+  await page.locator('nav.zoom').getByRole('link', { name: 'zoom out' }).click();
+  await page.waitForURL((u) => u.searchParams.get('last') === '20');
+  // Twice as many, ending at the same commit: all fifteen from the root.
+  await page.waitForFunction(() => document.querySelectorAll('#charts svg g.points circle').length === 15);
+  await page.locator('nav.zoom').getByRole('link', { name: 'newest' }).click();
+  await page.waitForURL((u) => !u.searchParams.has('to'));
+  await page.waitForFunction(() => /the newest 20 commits/.test(document.querySelector('nav.zoom span').textContent));
+});
+
+test('the repository page compares any two commits through its form', async (t) => {
+  const page = await openPage(t);
+  await page.goto(url(`/repos/${REPO}`));
+  const form = page.locator('section.compare-form form');
+  await form.getByLabel('base').fill('parent');
+  await form.getByLabel('head').fill(STEP_SHA.slice(0, 10));
+  await form.getByRole('button', { name: 'Compare' }).click();
+  await page.waitForURL((u) => u.pathname === `/repos/${REPO}/compare/${STEP_SHA.slice(0, 10)}`);
+  assert.match(await page.locator('p.summary').textContent(), /1 regressed, 1 improved/);
+  await shot(page, '2-compare-form');
 });
 
 test('a compare page filters to significant changes and sorts', async (t) => {

@@ -44,3 +44,23 @@ impl Clock for ManualClock {
 
 /// A shared, type-erased clock as application state holds it.
 pub type SharedClock = Arc<dyn Clock>;
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `2026-11-22` from Unix seconds, in UTC.
+pub fn utc_date(seconds: i64) -> String {
+    let (y, m, d) = civil_from_days(seconds.div_euclid(86_400));
+    format!("{y:04}-{m:02}-{d:02}")
+}

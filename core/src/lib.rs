@@ -12,4 +12,5 @@ pub mod model;
 pub mod protocol;
 pub mod results;
 pub mod stats;
+pub mod units;
 pub mod webhook;

@@ -226,9 +226,39 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// The first and third quartiles of a non-empty slice of finite numbers (linear interpolation
+/// between order statistics): the middle half of a run's samples, which a few slow samples
+/// under load do not stretch the way they stretch the minimum and maximum.
+pub fn quartiles(values: &[f64]) -> Option<(f64, f64)> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let rank = q * (sorted.len() - 1) as f64;
+        let (below, fraction) = (rank.floor() as usize, rank.fract());
+        let above = (below + 1).min(sorted.len() - 1);
+        sorted[below] + (sorted[above] - sorted[below]) * fraction
+    };
+    Some((at(0.25), at(0.75)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quartiles_ignore_a_slow_tail() {
+        assert_eq!(quartiles(&[]), None);
+        assert_eq!(quartiles(&[7.0]), Some((7.0, 7.0)));
+        assert_eq!(quartiles(&[1.0, 2.0, 3.0, 4.0, 5.0]), Some((2.0, 4.0)));
+        let (q1, q3) = quartiles(&[42.0, 43.0, 44.0, 45.0, 46.0, 47.0, 48.0, 420.0]).unwrap();
+        assert!(
+            (43.0..=44.0).contains(&q1) && (46.0..=47.0).contains(&q3),
+            "{q1} {q3}"
+        );
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {

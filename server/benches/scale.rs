@@ -1,7 +1,8 @@
 //! Figures at scale (issue "Trust"): the render time of a 10,000-point trend SVG, and of the
 //! compare page for two commits of 1,000 benchmarks each with 100 commits of history, first
 //! reading that history, then with the noise models the analysis stores; and the verdicts
-//! alone, 1,000 at a time, for three shapes of data. Run with
+//! alone, 1,000 at a time, for three shapes of data; and the benchmark page of 100 and 10,000
+//! commits side by side (issue "The dashboard at a glance"). Run with
 //! `cargo bench -p kymo-server --bench scale`. Prints medians; the machine is shared, so quote
 //! them with the load at the time (see RELIABILITY.md).
 
@@ -25,6 +26,14 @@ use timing::{median, router, state, time_cached_page, time_page};
 const TREND_POINTS: usize = 10_000;
 const COMPARE_BENCHMARKS: usize = 1_000;
 const COMPARE_HISTORY: usize = 100;
+const PAGE_HISTORY: usize = 10_000;
+const PAGE_METRICS: [(&str, &str, Direction); 5] = [
+    ("time", "ns", Direction::Lower),
+    ("throughput", "B/s", Direction::Higher),
+    ("p99", "ns", Direction::Lower),
+    ("allocations", "", Direction::Lower),
+    ("rss", "B", Direction::Lower),
+];
 
 fn trend_svg() {
     let points: Vec<TrendPoint> = (0..TREND_POINTS)
@@ -37,6 +46,7 @@ fn trend_svg() {
                 low: Some(value * 0.99),
                 high: Some(value * 1.01),
                 href: format!("/repos/r/commits/{i:040x}"),
+                committed_at: Some(1_790_000_000 + i as i64 * 3_600),
             }
         })
         .collect();
@@ -128,6 +138,76 @@ async fn compare_page() {
     );
 }
 
+/// One benchmark with five metrics at `commit`: noisy, with a step at three quarters.
+fn page_suite(commit: usize) -> Vec<SuiteUpload> {
+    let step = if commit >= PAGE_HISTORY * 3 / 4 {
+        1.3
+    } else {
+        1.0
+    };
+    let metrics = PAGE_METRICS
+        .iter()
+        .enumerate()
+        .map(|(m, (name, unit, direction))| {
+            let level = 1_000.0 * 10f64.powi(m as i32) * step;
+            let samples: Vec<f64> = (0..5)
+                .map(|s| level * (1.0 + ((commit * 7 + s * 3 + m) % 11) as f64 / 200.0))
+                .collect();
+            MetricResult {
+                name: (*name).into(),
+                unit: (*unit).into(),
+                direction: *direction,
+                value: samples[2],
+                samples,
+                hdr: None,
+            }
+        })
+        .collect();
+    vec![SuiteUpload {
+        suite: "page".into(),
+        results: SuiteResults {
+            benchmarks: vec![BenchmarkResult {
+                name: "group/page".into(),
+                params: BTreeMap::new(),
+                metrics,
+            }],
+        },
+    }]
+}
+
+/// The benchmark page (five charts) of 100 and of 10,000 commits, computed, side by side.
+async fn benchmark_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = Synthetic::create(&dir.path().join("page.db"), "page", PAGE_HISTORY).await;
+    for commit in 0..PAGE_HISTORY {
+        data.store(commit, &page_suite(commit)).await;
+    }
+    analyse_repository(&state(data.db.clone(), dir.path()), data.repository_id)
+        .await
+        .unwrap();
+    let router = router(data.db, dir.path());
+    let mut figures = Vec::new();
+    for _ in 0..3 {
+        for last in [100, PAGE_HISTORY] {
+            let path = format!("/repos/page/benchmarks/group/page?last={last}");
+            figures.push((last, time_page(&router, &path, 10).await));
+        }
+    }
+    for last in [100, PAGE_HISTORY] {
+        let times: Vec<f64> = figures
+            .iter()
+            .filter(|f| f.0 == last)
+            .map(|f| f.1.0)
+            .collect();
+        let size = figures.iter().find(|f| f.0 == last).map_or(0, |f| f.1.1);
+        println!(
+            "benchmark page, 5 charts, last {last} commits: median {:.2} ms over 30 renders ({} KiB)",
+            median(times),
+            size / 1024
+        );
+    }
+}
+
 /// The base and head samples of the `i`-th of many verdicts.
 type Shape = fn(usize) -> (Vec<f64>, Vec<f64>);
 
@@ -183,7 +263,22 @@ fn verdicts() {
 
 #[tokio::main]
 async fn main() {
-    trend_svg();
-    verdicts();
-    compare_page().await;
+    // `cargo bench -p kymo-server --bench scale -- NAME` runs the parts whose name holds NAME.
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| name.contains(w.as_str()));
+    if run("trend_svg") {
+        trend_svg();
+    }
+    if run("verdicts") {
+        verdicts();
+    }
+    if run("compare_page") {
+        compare_page().await;
+    }
+    if run("benchmark_page") {
+        benchmark_page().await;
+    }
 }

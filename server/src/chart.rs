@@ -6,13 +6,19 @@
 //! because plotters cannot emit the `<a>` and `<title>` elements that make every point and
 //! change marker a link with a tooltip. The module is pure: data in, markup out.
 
+mod axis;
 mod band;
 mod markup;
 mod overlay;
 mod scale;
+mod sparkline;
 #[cfg(test)]
 mod tests;
+mod thin;
 
+use std::collections::BTreeSet;
+
+use kymo_core::units::Scale;
 use plotters::coord::types::{RangedCoordf64, RangedCoordi64};
 use plotters::prelude::*;
 
@@ -21,6 +27,8 @@ use markup::{Placed, assemble, render_no_data, standalone, without_control_chars
 use overlay::Frame;
 pub use overlay::{Annotation, Baseline, ChangeMarker, MarkerKind, Segment};
 use scale::{AxisFormat, y_range};
+pub use sparkline::render_sparkline;
+use thin::Thinned;
 
 /// Smallest accepted chart width in pixels: below it the label areas leave no room to plot.
 pub const MIN_WIDTH: u32 = 240;
@@ -51,12 +59,15 @@ pub struct TrendPoint {
     pub sha: String,
     /// The value plotted; non-finite values are skipped.
     pub value: f64,
-    /// Lower end of the samples' spread (minimum or interval bound), drawn as a whisker.
+    /// Lower end of the samples' spread (the first quartile, or an interval bound), drawn as a
+    /// whisker.
     pub low: Option<f64>,
-    /// Upper end of the samples' spread (maximum or interval bound), drawn as a whisker.
+    /// Upper end of the samples' spread (the third quartile, or an interval bound).
     pub high: Option<f64>,
     /// Link to the commit page; only relative and http(s) links are emitted.
     pub href: String,
+    /// When the commit was made (Unix seconds), written under its sha on the x axis.
+    pub committed_at: Option<i64>,
 }
 
 /// A trend graph to render: a titled series with its unit, the pixel size of the drawing and
@@ -223,6 +234,22 @@ fn whisker(point: &TrendPoint) -> Option<(f64, f64)> {
     Some((a.min(b), a.max(b)))
 }
 
+/// Margin around the plot, in pixels.
+const MARGIN: u32 = 12;
+
+/// Pixel columns a chart `width` wide has for its points, before the y labels' width is known
+/// (it depends on the values drawn): the widest usual label area is taken off.
+fn plot_columns(width: u32) -> usize {
+    width.saturating_sub(2 * MARGIN + 60) as usize
+}
+
+/// Whether a chart `width` pixels wide draws `points` points one by one with their spread,
+/// rather than thinned to the extremes of each few pixel columns without it: callers need not
+/// load the spread of a series that will be thinned.
+pub fn drawn_whole(points: usize, width: u32) -> bool {
+    !thin::thins(points, plot_columns(width))
+}
+
 fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, ChartError> {
     let first = x_of(points[0]);
     let last = x_of(points[points.len() - 1]);
@@ -231,21 +258,38 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
     let x_range = (first - x_pad)..(last + x_pad);
     let band = band::band_extent(chart.band, first, last);
     let baseline = chart.baseline.map(|b| b.value).filter(|v| plottable(*v));
-    let (y_lo, y_hi) = y_range(points, band, baseline);
+    let keep: BTreeSet<i64> = chart
+        .changes
+        .iter()
+        .map(|c| c.position)
+        .chain(chart.annotations.iter().map(|a| a.position))
+        .map(x_of_position)
+        .collect();
     let y_labels = (chart.height / 50).clamp(3, 10) as usize;
-    let x_labels = (chart.width / 60).clamp(4, 15) as usize;
-    let y_format = AxisFormat::for_range(y_lo, y_hi, y_labels);
-    let y_label_chars = y_format.format(y_lo).len().max(y_format.format(y_hi).len());
+    // The label width depends on the y range, which depends on what is drawn: estimate the plot
+    // width with the widest label area first.
+    let thinned = thin::thin(points, plot_columns(chart.width), &keep);
+    let line: Vec<&TrendPoint> = thinned.line.iter().map(|(_, p)| *p).collect();
+    let (y_lo, y_hi) = y_range(&line, !thinned.thinned, band, baseline);
+    let scale = Scale::for_values(chart.unit, [y_lo, y_hi]);
+    let y_format = AxisFormat::for_range(scale.apply(y_lo), scale.apply(y_hi), y_labels);
+    let y_label_chars = [y_lo, y_hi]
+        .map(|v| y_format.format(scale.apply(v)).len())
+        .into_iter()
+        .max()
+        .unwrap_or(0);
     let y_label_area = (y_label_chars as u32 * 7 + 34).clamp(50, 160);
+    let plot_width = chart.width.saturating_sub(2 * MARGIN + y_label_area);
+    let ticks = axis::tick_points(&line, (first, last), plot_width);
     let title = without_control_chars(chart.title);
-    let unit = without_control_chars(chart.unit);
+    let unit = without_control_chars(&scale.unit);
     let y_desc = if unit.is_empty() {
         "value".to_owned()
     } else {
         format!("value ({unit})")
     };
 
-    let mut body = String::with_capacity(8192 + points.len() * 160);
+    let mut body = String::with_capacity(8192 + line.len() * 40);
     let mut overlays = String::new();
     let (placed, spacing) = {
         let root =
@@ -256,27 +300,23 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
                 title.as_ref(),
                 ("sans-serif", 17).into_font().color(&TEXT_COLOR),
             )
-            .margin(12)
-            .x_label_area_size(44)
+            .margin(MARGIN)
+            .x_label_area_size(56)
             .y_label_area_size(y_label_area)
             .build_cartesian_2d(x_range.clone(), y_lo..y_hi)
             .map_err(draw_error)?;
-        let x_label = |p: &i64| {
-            if (first..=last).contains(p) {
-                p.to_string()
-            } else {
-                String::new()
-            }
-        };
-        let y_label = |v: &f64| y_format.format(*v);
+        let y_label = |v: &f64| y_format.format(scale.apply(*v));
         plot.configure_mesh()
-            // One grid line per label: finer lines add noise and hundreds of elements.
+            // One grid line per label: finer lines add noise and hundreds of elements. The x
+            // axis names commits, drawn by `axis` rather than as plotters' numbers.
             .light_line_style(TRANSPARENT)
             .bold_line_style(GRID_COLOR)
             .axis_style(TEXT_COLOR)
-            .x_labels(x_labels)
+            .disable_x_mesh()
+            .x_labels(2)
+            .x_label_formatter(&|_| String::new())
+            .set_tick_mark_size(LabelAreaPosition::Bottom, 0)
             .y_labels(y_labels)
-            .x_label_formatter(&x_label)
             .y_label_formatter(&y_label)
             .label_style(("sans-serif", 12).into_font().color(&TEXT_COLOR))
             .axis_desc_style(("sans-serif", 13).into_font().color(&TEXT_COLOR))
@@ -291,8 +331,14 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
         } else {
             f64::INFINITY
         };
+        plot.draw_series(
+            ticks
+                .iter()
+                .map(|p| PathElement::new(vec![(x_of(p), y_lo), (x_of(p), y_hi)], GRID_COLOR)),
+        )
+        .map_err(draw_error)?;
         draw_band(&mut plot, chart.band, (first, last))?;
-        draw_series(&mut plot, points, spacing)?;
+        draw_series(&mut plot, &thinned, spacing)?;
         let to_px = |x: i64, y: f64| plot.backend_coord(&(x, y));
         let (left, top) = to_px(x_range.start, y_hi);
         let (right, bottom) = to_px(x_range.end, y_lo);
@@ -307,8 +353,10 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
             bottom,
             to_px: &to_px,
         };
+        axis::push_commit_ticks(&mut overlays, &ticks, &frame);
         push_overlays(&mut overlays, chart, &frame);
-        let placed: Vec<Placed> = points
+        let placed: Vec<Placed> = thinned
+            .linked
             .iter()
             .map(|point| {
                 let (x, y) = plot.backend_coord(&(x_of(point), point.value));
@@ -348,30 +396,70 @@ fn draw_band(plot: &mut Plot, band: &[BandPoint], shown: (i64, i64)) -> Result<(
     Ok(())
 }
 
-/// Whiskers first, then the line over them; the linked circles are added later on top.
-fn draw_series(plot: &mut Plot, points: &[&TrendPoint], spacing: f64) -> Result<(), ChartError> {
+/// Whiskers first (unless the series is thinned: they would merge into a smear), then the line
+/// over them: solid between neighbouring commits, thin and faint across commits that were not
+/// measured. The linked circles are added later on top.
+fn draw_series(plot: &mut Plot, thinned: &Thinned, spacing: f64) -> Result<(), ChartError> {
     let whisker_style = LINE_COLOR.mix(0.45).stroke_width(1);
-    let ranges = points
-        .iter()
-        .filter_map(|p| whisker(p).map(|(lo, hi)| (x_of(p), lo, hi)));
+    if !thinned.thinned {
+        let ranges = thinned
+            .line
+            .iter()
+            .filter_map(|(_, p)| whisker(p).map(|(lo, hi)| (x_of(p), lo, hi)));
+        plot.draw_series(
+            ranges
+                .clone()
+                .map(|(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], whisker_style)),
+        )
+        .map_err(draw_error)?;
+        // Caps only where commits are far enough apart for them not to merge into a band.
+        if spacing >= 8.0 {
+            let cap = |end: (i64, f64)| {
+                EmptyElement::at(end) + PathElement::new(vec![(-3, 0), (3, 0)], whisker_style)
+            };
+            plot.draw_series(ranges.flat_map(|(x, lo, hi)| [cap((x, lo)), cap((x, hi))]))
+                .map_err(draw_error)?;
+        }
+    }
+    let (runs, gaps) = split_at_gaps(&thinned.line);
     plot.draw_series(
-        ranges
-            .clone()
-            .map(|(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], whisker_style)),
+        gaps.into_iter()
+            .map(|(a, b)| PathElement::new(vec![a, b], LINE_COLOR.mix(0.35).stroke_width(1))),
     )
     .map_err(draw_error)?;
-    // Caps only where commits are far enough apart for them not to merge into a band.
-    if spacing >= 8.0 {
-        let cap = |end: (i64, f64)| {
-            EmptyElement::at(end) + PathElement::new(vec![(-3, 0), (3, 0)], whisker_style)
-        };
-        plot.draw_series(ranges.flat_map(|(x, lo, hi)| [cap((x, lo)), cap((x, hi))]))
+    for run in runs {
+        plot.draw_series(LineSeries::new(run, LINE_COLOR.stroke_width(2)))
             .map_err(draw_error)?;
     }
-    let line = points.iter().map(|p| (x_of(p), p.value));
-    plot.draw_series(LineSeries::new(line, LINE_COLOR.stroke_width(2)))
-        .map_err(draw_error)?;
     Ok(())
+}
+
+/// The line's unbroken runs, and the stretches between them where commits were not measured:
+/// two points that were neighbours in the series (nothing thinned away between them) but are
+/// more than one commit apart.
+#[expect(
+    clippy::type_complexity,
+    reason = "two lists of coordinates, named at the call"
+)]
+fn split_at_gaps(
+    line: &[(usize, &TrendPoint)],
+) -> (Vec<Vec<(i64, f64)>>, Vec<((i64, f64), (i64, f64))>) {
+    let mut runs = vec![Vec::new()];
+    let mut gaps = Vec::new();
+    let mut previous: Option<(usize, (i64, f64))> = None;
+    for &(index, point) in line {
+        let here = (x_of(point), point.value);
+        if let Some((previous_index, there)) = previous
+            && index == previous_index + 1
+            && here.0 - there.0 > 1
+        {
+            gaps.push((there, here));
+            runs.push(Vec::new());
+        }
+        runs.last_mut().expect("runs starts non-empty").push(here);
+        previous = Some((index, here));
+    }
+    (runs, gaps)
 }
 
 fn draw_error(error: DrawingAreaErrorKind<std::io::Error>) -> ChartError {

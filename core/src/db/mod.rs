@@ -47,7 +47,7 @@ pub use jobs::{
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,
-    HistoryRow, HistoryStatus, RepositorySummary, SeriesPoint,
+    HistoryRow, HistoryStatus, RecentValue, RepositorySummary, SeriesPoint,
 };
 pub use regressions::{
     AnalysisPoint, FoundChange, RegressionFilter, RegressionRow, SeriesToAnalyse, TRIAGE_STATES,

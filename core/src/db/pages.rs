@@ -84,6 +84,8 @@ pub struct BenchmarkSeriesRow {
 pub struct SeriesPoint {
     pub position: i64,
     pub sha: String,
+    /// When the commit was made, in Unix seconds.
+    pub committed_at: i64,
     pub value: f64,
     /// The raw samples.
     #[serde(with = "super::json_text::array")]
@@ -155,6 +157,17 @@ impl Db {
         )
         .fetch_all(&self.reader)
         .await?;
+        let uploads = sqlx::query!(
+            r#"SELECT DISTINCT r.commit_id, m.fingerprint AS machine
+               FROM runs r JOIN commits c ON c.id = r.commit_id
+               JOIN machines m ON m.id = r.machine_id
+               WHERE c.repository_id = ? AND c.position BETWEEN ? AND ? AND r.source = 'upload'"#,
+            repository_id,
+            low,
+            high
+        )
+        .fetch_all(&self.reader)
+        .await?;
         Ok(commits
             .into_iter()
             .map(|c| {
@@ -166,6 +179,21 @@ impl Db {
                         machine: s.machine.clone(),
                         state: s.state.clone(),
                     });
+                }
+                // Results uploaded for a machine supersede its finished jobs (a job that failed
+                // for want of a kymo.toml is not the commit's state once CI uploaded results);
+                // a job still waiting or running stays what the reader wants to see.
+                for u in uploads.iter().filter(|u| u.commit_id == c.id) {
+                    let active = statuses.iter().any(|x| {
+                        x.machine == u.machine && matches!(x.state.as_str(), "queued" | "running")
+                    });
+                    if !active {
+                        statuses.retain(|x| x.machine != u.machine);
+                        statuses.push(HistoryStatus {
+                            machine: u.machine.clone(),
+                            state: "uploaded".into(),
+                        });
+                    }
                 }
                 HistoryRow {
                     id: c.id,
@@ -286,27 +314,65 @@ impl Db {
         .await?)
     }
 
-    /// The newest `limit` points of a series on the tracked branch, oldest first.
+    /// The newest `limit` points of a series on the tracked branch up to position `until`
+    /// (the branch head when `None`), oldest first.
     pub async fn series_points(
         &self,
         series_id: i64,
         limit: i64,
+        until: Option<i64>,
     ) -> Result<Vec<SeriesPoint>, DbError> {
         let mut points = sqlx::query_as!(
             SeriesPoint,
-            r#"SELECT c.position AS "position!", c.sha, x.value, x.samples
+            r#"SELECT c.position AS "position!", c.sha, c.committed_at, x.value, x.samples
                FROM measurements x JOIN commits c ON c.id = x.commit_id
-               WHERE x.series_id = ? AND c.position IS NOT NULL
+               WHERE x.series_id = ?1 AND c.position IS NOT NULL
+                 AND (?3 IS NULL OR c.position <= ?3)
                  AND x.id = (SELECT max(y.id) FROM measurements y
                              WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY c.position DESC LIMIT ?"#,
+               ORDER BY c.position DESC LIMIT ?2"#,
             series_id,
-            limit
+            limit,
+            until
         )
         .fetch_all(&self.reader)
         .await?;
         points.reverse();
         Ok(points)
+    }
+}
+
+/// A value of a series at a commit near the head of the branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecentValue {
+    pub series_id: i64,
+    pub position: i64,
+    pub value: f64,
+}
+
+impl Db {
+    /// Every series' values at the newest `window` positions of the tracked branch, oldest
+    /// first within each series (the latest run of a commit last). Read through the commits'
+    /// runs, so the cost follows the window and the benchmarks measured in it, not the history.
+    pub async fn recent_values(
+        &self,
+        repository_id: i64,
+        window: i64,
+    ) -> Result<Vec<RecentValue>, DbError> {
+        Ok(sqlx::query_as!(
+            RecentValue,
+            r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value
+               FROM commits c JOIN runs r ON r.commit_id = c.id
+               JOIN measurements x ON x.run_id = r.id
+               WHERE c.repository_id = ?1 AND c.position IS NOT NULL
+                 AND c.position > (SELECT coalesce(max(position), 0) FROM commits
+                                   WHERE repository_id = ?1) - ?2
+               ORDER BY x.series_id, c.position, x.id"#,
+            repository_id,
+            window
+        )
+        .fetch_all(&self.reader)
+        .await?)
     }
 }
 

@@ -321,7 +321,7 @@ mod tests {
         assert!(links.contains("<https://kymo.example/repos/r/regressions/7|Regression #7>"));
         assert!(body.to_string().contains("p = 1.20e-4"), "{body}");
         assert!(
-            body.to_string().contains("+20.0 % (100.0 ns → 120.0 ns)"),
+            body.to_string().contains("+20.0 % (100 ns → 120 ns)"),
             "{body}"
         );
     }

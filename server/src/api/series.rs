@@ -78,7 +78,7 @@ pub async fn series(
     }
     let mut out = Vec::with_capacity(all.len());
     for series in all {
-        let points = state.db.series_points(series.id, limit).await?;
+        let points = state.db.series_points(series.id, limit, None).await?;
         out.push(SeriesWithPoints { series, points });
     }
     Ok(match format {
@@ -136,6 +136,7 @@ mod tests {
             points: vec![SeriesPoint {
                 position: 3,
                 sha: "f00".into(),
+                committed_at: 0,
                 value: 1.5,
                 samples: "[1.0,1.5,2.0]".into(),
             }],

@@ -7,6 +7,9 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use kymo_core::clock::utc_date;
+use kymo_core::units::{Scale, significant};
+
 use super::{TrendChart, TrendPoint, whisker};
 
 /// Significant digits in tooltips: enough to tell a 0.1 % change apart on any magnitude.
@@ -221,17 +224,18 @@ pub(super) fn assemble(
         push_escaped(&mut svg, safe_href(&point.href));
         svg.push_str("\"><title>");
         push_escaped(&mut svg, point.sha.get(..10).unwrap_or(&point.sha));
-        svg.push_str(": ");
-        push_number(&mut svg, point.value);
-        if !chart.unit.is_empty() {
-            svg.push(' ');
-            push_escaped(&mut svg, chart.unit);
+        if let Some(seconds) = point.committed_at {
+            svg.push_str(", ");
+            svg.push_str(&utc_date(seconds));
         }
+        svg.push_str(": ");
+        let scale = Scale::for_magnitude(chart.unit, point.value);
+        push_escaped(&mut svg, &scale.format(point.value));
         if let Some((lo, hi)) = whisker(point) {
-            svg.push_str(" (");
-            push_number(&mut svg, lo);
+            svg.push_str(" (middle half ");
+            push_escaped(&mut svg, &significant(scale.apply(lo), 4));
             svg.push_str(" to ");
-            push_number(&mut svg, hi);
+            push_escaped(&mut svg, &scale.format(hi));
             svg.push(')');
         }
         svg.push_str("</title><circle cx=\"");

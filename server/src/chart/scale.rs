@@ -8,7 +8,7 @@ const MIN_RELATIVE_SPAN: f64 = 0.01;
 /// Fraction of the data span added above and below, so points never sit on the frame.
 const Y_PADDING: f64 = 0.08;
 
-/// The y range: the data (values and whiskers) padded on both sides, never zero-based.
+/// The y range: the data (values, and whiskers when drawn) padded on both sides, never zero-based.
 ///
 /// The reference values (the band's edges and the baseline) may widen it by at most half the
 /// data's span each way, so that the data always fills at least half of the plot: a band edge
@@ -16,12 +16,15 @@ const Y_PADDING: f64 = 0.08;
 /// drawn as an off-scale label) rather than drawn at a misleading place.
 pub(super) fn y_range(
     points: &[&TrendPoint],
+    with_whiskers: bool,
     band: Option<(f64, f64)>,
     baseline: Option<f64>,
 ) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for point in points {
-        let (a, b) = whisker(point).unwrap_or((point.value, point.value));
+        let (a, b) = whisker(point)
+            .filter(|_| with_whiskers)
+            .unwrap_or((point.value, point.value));
         lo = lo.min(a.min(point.value));
         hi = hi.max(b.max(point.value));
     }

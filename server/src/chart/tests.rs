@@ -15,6 +15,7 @@ fn point(position: usize, value: f64) -> TrendPoint {
         low: None,
         high: None,
         href: format!("/repos/demo/commits/{position}"),
+        committed_at: None,
     }
 }
 
@@ -292,7 +293,7 @@ fn whiskers_are_drawn_and_widen_the_range() {
     let whisker_strokes = |svg: &str| svg.matches("opacity=\"0.45\"").count();
     assert_eq!(whisker_strokes(&plain_svg), 0);
     assert_eq!(whisker_strokes(&spread_svg), 3);
-    assert!(spread_svg.contains("<title>0000000001: 11 ns (8 to 14)</title>"));
+    assert!(spread_svg.contains("<title>0000000001: 11 ns (middle half 8 to 14 ns)</title>"));
     let (plain_cy, spread_cy) = (circles_cy(&plain_svg), circles_cy(&spread_svg));
     assert!(spread_cy[0] - spread_cy[1] < plain_cy[0] - plain_cy[1]);
 }
@@ -438,4 +439,66 @@ fn ten_thousand_points_render_well_under_thirty_milliseconds() {
         );
         assert!(ten_thousand < budget);
     }
+}
+
+#[test]
+fn the_x_axis_names_commits_by_short_sha_and_date() {
+    let mut points = series(&[10.0, 11.0, 12.0]);
+    for (i, point) in points.iter_mut().enumerate() {
+        point.committed_at = Some(1_795_376_640 + i as i64 * 86_400);
+    }
+    let svg = render(&points);
+    assert_well_formed(&svg);
+    assert!(
+        svg.contains("<tspan font-family=\"monospace\">0000000</tspan>"),
+        "{svg}"
+    );
+    assert!(svg.contains(">2026-11-22</tspan>") && svg.contains(">2026-11-24</tspan>"));
+    assert!(
+        !svg.contains(">0</text>"),
+        "no position numbers on the axis"
+    );
+    assert!(svg.contains("<title>0000000001, 2026-11-23: 11 ns</title>"));
+}
+
+#[test]
+fn the_y_axis_is_in_the_unit_that_suits_the_values() {
+    let svg = render(&series(&[400_000.0, 410_000.0, 420_000.0]));
+    assert!(svg.contains("value (µs)"), "{svg}");
+    assert!(svg.contains("\n410\n"), "labels in µs: {svg}");
+    assert!(svg.contains("<title>0000000000: 400 µs</title>"));
+}
+
+#[test]
+fn ten_thousand_commits_draw_no_more_points_than_pixels_and_keep_a_spike() {
+    let mut values: Vec<f64> = (0..10_000).map(|i| 100.0 + (i % 13) as f64).collect();
+    values[7_777] = 300.0;
+    let points = series(&values);
+    let svg = render(&points);
+    assert_well_formed(&svg);
+    let links = svg.matches("<a href=").count();
+    assert!(links <= 800 / thin::PIXELS_PER_BUCKET, "{links} links");
+    assert!(
+        svg.contains("/repos/demo/commits/7777\""),
+        "the spike is linked"
+    );
+    assert!(svg.len() < 60_000, "{} bytes", svg.len());
+    let small = render(&series(&values[..100]));
+    assert!(
+        small.matches("<a href=").count() == 100,
+        "a short series is drawn whole"
+    );
+}
+
+#[test]
+fn commits_that_were_not_measured_leave_a_faint_gap_in_the_line() {
+    let mut points = series(&[10.0, 11.0, 12.0, 11.0, 10.0]);
+    points[3].position = 20;
+    points[4].position = 21;
+    let svg = render(&points);
+    assert_well_formed(&svg);
+    let solid = svg.matches("stroke-width=\"2\"").count();
+    assert_eq!(solid, 2, "two measured runs: {svg}");
+    let contiguous = render(&series(&[10.0, 11.0, 12.0, 11.0, 10.0]));
+    assert_eq!(contiguous.matches("stroke-width=\"2\"").count(), 1);
 }

@@ -5,11 +5,11 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use kymo_core::db::RegressionFilter;
+use kymo_core::db::{BenchmarkSeriesRow, RegressionFilter};
 use kymo_core::protocol::query_value;
 use serde::Deserialize;
 
-use super::trend::{EnvironmentCache, load_series_trend};
+use super::trend::{EnvironmentCache, Window, load_series_trend};
 use crate::api::ApiQuery;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
@@ -100,6 +100,9 @@ pub async fn trend_svg(
         .await?;
     let series = match matching.as_slice() {
         [one] => one,
+        many if query.metric.is_none() && primary_metric(many).is_some() => {
+            primary_metric(many).expect("checked in the guard")
+        }
         [] if state
             .db
             .series(repo.id, Some(benchmark), None, None)
@@ -136,7 +139,7 @@ pub async fn trend_svg(
         &state,
         (&repo.name, repo.id),
         series,
-        last,
+        Window { last, until: None },
         &regressions,
         &mut EnvironmentCache::new(),
     )
@@ -157,6 +160,18 @@ pub async fn trend_svg(
         svg,
     )
         .into_response())
+}
+
+/// Without a `metric`, a benchmark measured on one machine shows its time (or, without one,
+/// its first metric by name); several machines stay a choice the caller must make.
+fn primary_metric(many: &[BenchmarkSeriesRow]) -> Option<&BenchmarkSeriesRow> {
+    let machine = &many.first()?.machine;
+    if many.iter().any(|s| &s.machine != machine) {
+        return None;
+    }
+    many.iter()
+        .find(|s| s.metric == "time")
+        .or_else(|| many.iter().min_by(|a, b| a.metric.cmp(&b.metric)))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! How numbers, times and links are written on pages.
 
+use kymo_core::clock::civil_from_days;
 use kymo_core::protocol::query_value;
 
 /// The link to a benchmark's page: its name percent-encoded, so that `?`, `#`, `%` and
@@ -40,20 +41,6 @@ pub fn rfc3339(seconds: i64) -> String {
     )
 }
 
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// A duration in seconds as `42s`, `3m 05s` or `2h 10m`.
 pub fn elapsed(seconds: i64) -> String {
     let s = seconds.max(0);
@@ -64,28 +51,10 @@ pub fn elapsed(seconds: i64) -> String {
     }
 }
 
-/// A measured value with four significant digits and its unit.
+/// A measured value with four significant digits in the unit that suits it (`400 µs`, not
+/// `400000 ns`).
 pub fn value(v: f64, unit: &str) -> String {
-    let magnitude = v.abs();
-    let text = if magnitude != 0.0 && !(1e-3..1e9).contains(&magnitude) {
-        format!("{v:.3e}")
-    } else {
-        let decimals = if magnitude >= 1000.0 {
-            0
-        } else if magnitude >= 100.0 {
-            1
-        } else if magnitude >= 10.0 {
-            2
-        } else {
-            3
-        };
-        format!("{v:.decimals$}")
-    };
-    if unit.is_empty() {
-        text
-    } else {
-        format!("{text} {unit}")
-    }
+    kymo_core::units::human(v, unit)
 }
 
 /// The change from `base` to `head` as a signed percentage, and whether it is better or
@@ -159,8 +128,8 @@ mod tests {
     #[test]
     fn values_keep_four_significant_digits() {
         assert_eq!(value(96.123, "ns"), "96.12 ns");
-        assert_eq!(value(10_340_000.0, "elem/s"), "10340000 elem/s");
-        assert_eq!(value(2.5e-6, "s"), "2.500e-6 s");
+        assert_eq!(value(10_340_000.0, "elem/s"), "10.34 M elem/s");
+        assert_eq!(value(2.5e-6, "s"), "2.5 µs");
         assert_eq!(elapsed(185), "3m 05s");
         assert_eq!(summary("first line\nsecond"), "first line");
     }

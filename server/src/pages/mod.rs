@@ -4,10 +4,12 @@
 mod access;
 mod alerts;
 mod atom;
+mod benchmark;
 mod continuous;
 mod embed;
 pub(crate) mod format;
 mod overlays;
+mod summary;
 pub(crate) mod trend;
 mod verdicts;
 mod views;
@@ -44,13 +46,17 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(continuous::backfill),
         )
         .route("/repos/{repo}/commits/{sha}", get(views::commit))
-        .route("/repos/{repo}/benchmarks/{*name}", get(views::benchmark))
+        .route(
+            "/repos/{repo}/benchmarks/{*name}",
+            get(benchmark::benchmark),
+        )
         .route("/repos/{repo}/regressions", get(verdicts::regressions))
         .route("/repos/{repo}/regressions/{id}", get(verdicts::regression))
         .route(
             "/repos/{repo}/regressions/{id}/triage",
             axum::routing::post(verdicts::triage),
         )
+        .route("/repos/{repo}/compare", get(summary::compare_form))
         .route("/repos/{repo}/compare/{spec}", get(verdicts::compare))
         .route("/repos/{repo}/alerts", get(alerts::alerts))
         .route(

@@ -131,6 +131,7 @@ mod tests {
         SeriesPoint {
             position,
             sha: format!("{position:040x}"),
+            committed_at: 0,
             value,
             samples: "[]".into(),
         }

@@ -5,11 +5,22 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use kymo_core::db::{BenchmarkSeriesRow, EnvironmentPoint, RegressionRow};
+use kymo_core::results::quartiles;
 
 use super::overlays::{Overlays, overlays};
-use crate::chart::{TrendChart, TrendPoint, render_standalone_svg, render_trend_svg};
+use crate::chart::{
+    DEFAULT_WIDTH, TrendChart, TrendPoint, drawn_whole, render_standalone_svg, render_trend_svg,
+};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
+
+/// Which stretch of history a chart shows: the newest `last` measured commits up to position
+/// `until` (the newest commit when `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub last: i64,
+    pub until: Option<i64>,
+}
 
 /// A series' newest points and what is drawn over them.
 pub struct SeriesTrend {
@@ -21,29 +32,40 @@ pub struct SeriesTrend {
 /// Machines' environments, loaded once per page however many series share a machine.
 pub type EnvironmentCache = HashMap<String, Vec<EnvironmentPoint>>;
 
-/// Loads the newest `last` points of `series` and builds its overlays from `regressions` (the
-/// benchmark's; those of other series are ignored).
+/// Loads the points of `series` in `window` and builds its overlays from `regressions` (the
+/// benchmark's; those of other series are ignored). Samples are read only when the chart draws
+/// each point with its spread: a thinned chart of 10,000 commits does not need them.
 pub async fn load_series_trend(
     state: &AppState,
     repo: (&str, i64),
     series: &BenchmarkSeriesRow,
-    last: i64,
+    window: Window,
     regressions: &[RegressionRow],
     environments: &mut EnvironmentCache,
 ) -> AppResult<SeriesTrend> {
     let (repo_name, repo_id) = repo;
-    let rows = state.db.series_points(series.id, last).await?;
+    let rows = state
+        .db
+        .series_points(series.id, window.last, window.until)
+        .await?;
+    let with_spread = drawn_whole(rows.len(), DEFAULT_WIDTH);
     let points = rows
         .iter()
         .map(|p| {
-            let samples: Vec<f64> = serde_json::from_str(&p.samples).unwrap_or_default();
+            let middle_half = if with_spread {
+                let samples: Vec<f64> = serde_json::from_str(&p.samples).unwrap_or_default();
+                quartiles(&samples)
+            } else {
+                None
+            };
             TrendPoint {
                 position: p.position as usize,
                 sha: p.sha.clone(),
                 value: p.value,
-                low: samples.iter().copied().reduce(f64::min),
-                high: samples.iter().copied().reduce(f64::max),
+                low: middle_half.map(|(q1, _)| q1),
+                high: middle_half.map(|(_, q3)| q3),
                 href: format!("/repos/{repo_name}/commits/{}", p.sha),
+                committed_at: Some(p.committed_at),
             }
         })
         .collect();

@@ -146,7 +146,7 @@ pub async fn regression(
     Path((repo, id)): Path<(String, i64)>,
 ) -> PageResult {
     let r = load_regression(&state, &repo, id).await?;
-    let points = state.db.series_points(r.series_id, 10_000).await?;
+    let points = state.db.series_points(r.series_id, 10_000, None).await?;
     let at = r.position.unwrap_or(i64::MAX);
     let trend: Vec<TrendPoint> = points
         .iter()
@@ -158,6 +158,7 @@ pub async fn regression(
             low: None,
             high: None,
             href: format!("/repos/{repo}/commits/{}", p.sha),
+            committed_at: Some(p.committed_at),
         })
         .collect();
     let title = format!("{} · {}", r.metric, r.machine);

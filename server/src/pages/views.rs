@@ -8,9 +8,11 @@ use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter};
 use serde::Deserialize;
 
 use super::access::Viewer;
-use super::embed::{public_base, trend_svg_path};
 use super::format::{change, elapsed, summary, utc, value};
-use super::trend::{EnvironmentCache, load_series_trend};
+use super::summary::{
+    OPEN_REGRESSIONS_SHOWN, OpenRegressionView, SUMMARY_PAGE, SUMMARY_WINDOW, SeriesSummaryView,
+    SummarySort, summarize,
+};
 use super::{PageResult, is_htmx, render};
 use std::collections::HashMap;
 
@@ -19,12 +21,9 @@ use kymo_core::stats::{Verdict, VerdictKind};
 
 use crate::api::load_commit;
 use crate::compare::{Baseline, compare_commits};
-use crate::error::AppError;
 use crate::state::AppState;
-use kymo_core::protocol::query_value;
 
 const HISTORY_PAGE: i64 = 50;
-const TREND_POINTS: i64 = 1_000;
 
 struct RepoView {
     name: String,
@@ -77,7 +76,16 @@ struct RepoPage {
     branch: String,
     history: Vec<HistoryView>,
     next_offset: Option<i64>,
-    benchmarks: Vec<(String, i64)>,
+    /// The newest open regressions, and how many are open.
+    open_regressions: Vec<OpenRegressionView>,
+    open_count: usize,
+    /// One page of the performance summary, its order, and where the next page starts.
+    summary: Vec<SeriesSummaryView>,
+    summary_total: usize,
+    summary_from: usize,
+    summary_next: Option<usize>,
+    sort: SummarySort,
+    window: i64,
     /// Whether a kymo.toml is kept on the server for commits without one.
     stored_suites: bool,
     /// The logged-in admin's anti-forgery token, for the backfill form.
@@ -87,6 +95,10 @@ struct RepoPage {
 #[derive(Debug, Deserialize)]
 pub struct Paging {
     offset: Option<i64>,
+    /// First row of the performance summary shown.
+    from: Option<usize>,
+    #[serde(default)]
+    sort: SummarySort,
 }
 
 pub async fn repository(
@@ -113,8 +125,39 @@ pub async fn repository(
             statuses: c.statuses,
         })
         .collect();
+    let open = state
+        .db
+        .regressions(
+            repo.id,
+            &RegressionFilter {
+                kind: Some("regression".into()),
+                state: Some("open".into()),
+                ..RegressionFilter::default()
+            },
+        )
+        .await?;
+    let recent = state.db.recent_values(repo.id, SUMMARY_WINDOW).await?;
+    let series = state.db.series(repo.id, None, None, None).await?;
+    let all = summarize(&name, series, &recent, paging.sort);
+    let summary_total = all.len();
+    let summary_from = paging.from.unwrap_or(0).min(summary_total);
+    let summary = (all.into_iter().skip(summary_from).take(SUMMARY_PAGE))
+        .map(SeriesSummaryView::with_sparkline)
+        .collect();
     let page = RepoPage {
-        benchmarks: state.db.benchmarks(repo.id).await?,
+        open_count: open.len(),
+        open_regressions: open
+            .iter()
+            .take(OPEN_REGRESSIONS_SHOWN)
+            .map(OpenRegressionView::from)
+            .collect(),
+        summary,
+        summary_total,
+        summary_from,
+        summary_next: (summary_from + SUMMARY_PAGE < summary_total)
+            .then_some(summary_from + SUMMARY_PAGE),
+        sort: paging.sort,
+        window: SUMMARY_WINDOW,
         stored_suites: state.db.stored_suites(repo.id).await?.is_some(),
         csrf: viewer.csrf(),
         name: repo.name,
@@ -279,104 +322,6 @@ async fn parent_verdicts(
             .collect(),
         Err(_) => HashMap::new(),
     }
-}
-
-struct ChartView {
-    metric: String,
-    metric_query: String,
-    unit: String,
-    direction: String,
-    machine: String,
-    points: usize,
-    svg: String,
-    /// Absolute address of the series' embeddable image.
-    embed: String,
-}
-
-#[derive(Template)]
-#[template(path = "benchmark.html", blocks = ["charts"])]
-struct BenchmarkPage {
-    repo: String,
-    benchmark: String,
-    benchmark_query: String,
-    charts: Vec<ChartView>,
-    ranges: [i64; 4],
-    last: i64,
-}
-
-/// The zoom choices of a trend graph: how many of the newest commits it shows.
-const RANGES: [i64; 4] = [20, 100, 1_000, 10_000];
-
-/// The benchmark page's zoom.
-#[derive(Debug, Deserialize)]
-pub struct Zoom {
-    last: Option<i64>,
-}
-
-pub async fn benchmark(
-    State(state): State<AppState>,
-    Path((repo_name, benchmark)): Path<(String, String)>,
-    Query(zoom): Query<Zoom>,
-    headers: HeaderMap,
-) -> PageResult {
-    let last = zoom.last.unwrap_or(TREND_POINTS).clamp(2, 10_000);
-    let repo = state.db.repository(&repo_name).await?;
-    let all = state
-        .db
-        .series(repo.id, Some(&benchmark), None, None)
-        .await?;
-    if all.is_empty() {
-        return Err(AppError::NotFound(format!("benchmark {benchmark:?} not found")).into());
-    }
-    let regressions = state
-        .db
-        .regressions(
-            repo.id,
-            &RegressionFilter {
-                benchmark: Some(benchmark.clone()),
-                ..RegressionFilter::default()
-            },
-        )
-        .await?;
-    let base = public_base(&headers);
-    let mut environments = EnvironmentCache::new();
-    let mut charts = Vec::with_capacity(all.len());
-    for series in all {
-        let trend = load_series_trend(
-            &state,
-            (&repo_name, repo.id),
-            &series,
-            last,
-            &regressions,
-            &mut environments,
-        )
-        .await?;
-        charts.push(ChartView {
-            svg: trend.inline_svg(&series.unit)?,
-            embed: format!(
-                "{base}{}",
-                trend_svg_path(&repo_name, &benchmark, &series.metric, &series.machine)
-            ),
-            points: trend.points.len(),
-            metric_query: query_value(&series.metric),
-            metric: series.metric,
-            unit: series.unit,
-            direction: series.direction,
-            machine: series.machine,
-        });
-    }
-    let page = BenchmarkPage {
-        repo: repo_name,
-        benchmark_query: query_value(&benchmark),
-        benchmark,
-        charts,
-        ranges: RANGES,
-        last,
-    };
-    if is_htmx(&headers) {
-        return render(&page.as_charts());
-    }
-    render(&page)
 }
 
 struct JobView {

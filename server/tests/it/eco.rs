@@ -275,7 +275,8 @@ async fn the_trend_image_refuses_ambiguous_unknown_and_oversized_requests() {
     let app = TestApp::new().await;
     stepped(&app).await;
     for (path, status, expect) in [
-        ("/repos/r/trend.svg?benchmark=steady", 422, "2 series match"),
+        // Without a metric, a benchmark of one machine shows its time.
+        ("/repos/r/trend.svg?benchmark=steady", 200, ""),
         ("/repos/r/trend.svg?benchmark=steady&metric=rate", 200, ""),
         ("/repos/r/trend.svg?benchmark=nope", 404, "not found"),
         (
@@ -306,15 +307,76 @@ async fn the_trend_image_refuses_ambiguous_unknown_and_oversized_requests() {
             "height",
         ),
     ] {
+        if status == 200 {
+            let image = raw(&app, path).await;
+            assert_eq!(image.status, StatusCode::OK, "{path}: {}", image.body);
+            let metric = if path.contains("metric=rate") {
+                "rate"
+            } else {
+                "time"
+            };
+            assert!(image.body.contains(&format!("steady · {metric}")), "{path}");
+            continue;
+        }
         let (got, body) = app.get(path).await;
         assert_eq!(got.as_u16(), status, "{path}: {body}");
-        if status != 200 {
+        {
             assert!(
                 body["error"].as_str().unwrap().contains(expect),
                 "{path}: {body}"
             );
         }
     }
+}
+
+#[tokio::test]
+async fn the_benchmark_page_moves_through_history_with_plain_links() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = stepped(&app).await;
+    let newest = raw(&app, "/repos/r/benchmarks/steady?last=5").await;
+    assert_eq!(newest.status, StatusCode::OK);
+    let head = shas.last().unwrap();
+    assert!(newest.body.contains(&format!("/commits/{head}")));
+    assert!(
+        newest.body.contains(&format!("to {} (", &head[..7])),
+        "the span names the head"
+    );
+    let link = |body: &str, label: &str| {
+        let end = body
+            .find(&format!("\">{label}</a>"))
+            .unwrap_or_else(|| panic!("{label}: {body}"));
+        let start = body[..end].rfind("href=\"").unwrap() + 6;
+        let href = &body[start..];
+        href[..href.find('"').unwrap()].replace("&#38;", "&")
+    };
+    let older = link(&newest.body, "← older");
+    assert!(older.starts_with("?last=5&to="), "{older}");
+    let page = raw(&app, &format!("/repos/r/benchmarks/steady{older}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let before = &shas[shas.len() - 6];
+    assert!(
+        page.body.contains(&format!("/commits/{before}")),
+        "the window before"
+    );
+    assert!(
+        !page.body.contains(&format!("/commits/{head}\"")),
+        "without the head"
+    );
+    let back = link(&page.body, "newest");
+    assert_eq!(back, "?last=5");
+    let zoomed = raw(
+        &app,
+        &format!(
+            "/repos/r/benchmarks/steady{}",
+            link(&newest.body, "zoom out")
+        ),
+    )
+    .await;
+    assert!(
+        zoomed.body.contains("the newest 10 commits"),
+        "{}",
+        zoomed.body
+    );
 }
 
 #[tokio::test]
@@ -332,5 +394,56 @@ async fn the_benchmark_page_links_its_exports_and_shows_the_embed_snippet() {
         ),
         "{}",
         page.body
+    );
+}
+
+#[tokio::test]
+async fn the_repository_page_leads_with_what_changed_and_compares_any_two_commits() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = stepped(&app).await;
+    let page = raw(&app, "/repos/r").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+    let summary = &body[body.find("<section class=\"summary\">").expect("a summary")..];
+    let rows = &summary[summary.find("<tbody>").unwrap()..];
+    let first_row = &rows[..rows.find("</tr>").unwrap()];
+    assert!(
+        first_row.contains("worse"),
+        "the 20 % step leads: {first_row}"
+    );
+    assert!(first_row.contains("class=\"spark\""), "with its sparkline");
+    assert!(summary.contains("3 series"), "{summary}");
+    let open = body
+        .find("Open regressions")
+        .expect("open regressions are listed");
+    assert!(
+        open < body.find("<section class=\"summary\">").unwrap(),
+        "and come first"
+    );
+    // Uploaded results are the commit's state, not a failed or missing job.
+    assert!(body.contains("badge uploaded"), "{body}");
+    assert!(!body.contains("badge failed"));
+
+    let by_name = raw(&app, "/repos/r?sort=name").await;
+    let names = &by_name.body[by_name.body.find("<section class=\"summary\">").unwrap()..];
+    assert!(names.find("steady").unwrap() > names.find("&lt;").unwrap_or(0));
+
+    // The compare form answers with the compare page's address.
+    let (base, head) = (&shas[3][..10], &shas[20][..10]);
+    let form = raw(&app, &format!("/repos/r/compare?base={base}&head={head}")).await;
+    assert_eq!(form.status, StatusCode::SEE_OTHER);
+    let target = form.headers[header::LOCATION].to_str().unwrap().to_owned();
+    assert_eq!(target, format!("/repos/r/compare/{base}...{head}"));
+    assert_eq!(raw(&app, &target).await.status, StatusCode::OK);
+    let parent = raw(&app, &format!("/repos/r/compare?head={head}")).await;
+    assert_eq!(
+        parent.headers[header::LOCATION],
+        format!("/repos/r/compare/{head}").as_str()
+    );
+    let hostile = raw(&app, "/repos/r/compare?base=a%2F..%2Fb%3Fx&head=%3Cb%3E").await;
+    assert_eq!(
+        hostile.headers[header::LOCATION],
+        "/repos/r/compare/a%2F..%2Fb%3Fx...%3Cb%3E",
+        "form fields stay inside the compare address"
     );
 }
