@@ -20,7 +20,7 @@ pub use band::BandPoint;
 use markup::{Placed, assemble, render_no_data, standalone, without_control_chars};
 use overlay::Frame;
 pub use overlay::{Annotation, Baseline, ChangeMarker, MarkerKind, Segment};
-use scale::{AxisFormat, y_range};
+use scale::{AxisFormat, ShownValues, y_range};
 
 /// Smallest accepted chart width in pixels: below it the label areas leave no room to plot.
 pub const MIN_WIDTH: u32 = 240;
@@ -176,10 +176,14 @@ pub enum ChartError {
 /// whose value is not finite (or beyond ±1e300) are skipped, and a series with none left renders
 /// a "no data yet" message. The SVG carries a `viewBox` and `width="100%"`, so it scales with its container.
 /// Overlays are drawn where they meet the commits shown; those entirely outside are left out.
+/// Sizes are drawn in the binary prefix that keeps them readable (MiB rather than B).
 pub fn render_trend_svg(chart: &TrendChart) -> Result<String, ChartError> {
     let (width, height) = (chart.width, chart.height);
     if !(MIN_WIDTH..=MAX_SIDE).contains(&width) || !(MIN_HEIGHT..=MAX_SIDE).contains(&height) {
         return Err(ChartError::InvalidSize { width, height });
+    }
+    if let Some(shown) = ShownValues::of(chart) {
+        return render_trend_svg(&shown.chart(chart));
     }
     let mut points: Vec<&TrendPoint> = chart.points.iter().filter(|p| plottable(p.value)).collect();
     if points.is_empty() {

@@ -29,6 +29,7 @@ pub mod push;
 pub mod serve;
 pub mod state;
 pub mod telemetry;
+pub mod units;
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The y axis: which values it spans and how its labels are written.
 
-use super::{TrendPoint, whisker};
+use super::{BandPoint, Baseline, Segment, TrendChart, TrendPoint, plottable, whisker};
+use crate::units::shown_unit;
 
 /// The y range never spans less than this fraction of the values' magnitude, so that sub-percent
 /// jitter does not fill the chart like a step, while a 5 % step still fills most of it.
@@ -74,6 +75,83 @@ impl AxisFormat {
             format!("{value:.decimals$e}")
         } else {
             format!("{value:.decimals$}")
+        }
+    }
+}
+
+/// A chart's values in the unit they are shown in (sizes in a readable binary prefix): the
+/// points, the band, the levels and the baseline scaled alike, so that everything drawn and
+/// every tooltip agrees with the axis.
+pub(super) struct ShownValues {
+    unit: String,
+    points: Vec<TrendPoint>,
+    band: Vec<BandPoint>,
+    segments: Vec<Segment>,
+    baseline: Option<f64>,
+}
+
+impl ShownValues {
+    /// The chart's values rescaled, or `None` when they are shown as they are.
+    pub(super) fn of(chart: &TrendChart) -> Option<Self> {
+        let magnitude = chart
+            .points
+            .iter()
+            .map(|p| p.value)
+            .filter(|v| plottable(*v))
+            .fold(0.0_f64, |m, v| m.max(v.abs()));
+        let shown = shown_unit(chart.unit, magnitude);
+        if shown.factor == 1.0 && shown.unit == chart.unit {
+            return None;
+        }
+        let scale = |v: f64| shown.scale(v);
+        Some(Self {
+            points: chart
+                .points
+                .iter()
+                .map(|p| TrendPoint {
+                    value: scale(p.value),
+                    low: p.low.map(scale),
+                    high: p.high.map(scale),
+                    ..p.clone()
+                })
+                .collect(),
+            band: chart
+                .band
+                .iter()
+                .map(|b| BandPoint {
+                    low: scale(b.low),
+                    high: scale(b.high),
+                    ..*b
+                })
+                .collect(),
+            segments: chart
+                .segments
+                .iter()
+                .map(|s| Segment {
+                    level: scale(s.level),
+                    ..*s
+                })
+                .collect(),
+            baseline: chart.baseline.map(|b| scale(b.value)),
+            unit: shown.unit,
+        })
+    }
+
+    /// `chart` drawing these values.
+    pub(super) fn chart<'a>(&'a self, chart: &TrendChart<'a>) -> TrendChart<'a> {
+        TrendChart {
+            unit: &self.unit,
+            points: &self.points,
+            band: &self.band,
+            segments: &self.segments,
+            baseline: chart
+                .baseline
+                .zip(self.baseline)
+                .map(|(b, value)| Baseline {
+                    value,
+                    label: b.label,
+                }),
+            ..*chart
         }
     }
 }

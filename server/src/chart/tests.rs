@@ -157,6 +157,43 @@ fn the_svg_scales_with_its_container_and_has_an_accessible_name() {
 }
 
 #[test]
+fn sizes_are_drawn_in_a_readable_binary_prefix() {
+    let mut points = series(&[4_718_592.0, 4_823_449.6, 27_262_976.0]);
+    points[0].low = Some(4_194_304.0);
+    points[0].high = Some(5_242_880.0);
+    let levels = [Segment {
+        from: 0,
+        to: 1,
+        level: 4_718_592.0,
+    }];
+    let chart = TrendChart::new("vm_scale/vms_3 · rss_per_vm", "B", &points)
+        .with_size(800, 320)
+        .with_segments(&levels)
+        .with_baseline(3_145_728.0, "level before");
+    let svg = render_trend_svg(&chart).unwrap();
+    assert_well_formed(&svg);
+    assert!(
+        svg.contains(">\nvalue (MiB)\n</text>"),
+        "the axis is in MiB"
+    );
+    assert!(
+        svg.contains("<title>0000000000: 4.5 MiB (4 to 5)</title>"),
+        "{svg}"
+    );
+    assert!(svg.contains("<title>0000000002: 26 MiB</title>"), "{svg}");
+    assert!(
+        svg.contains("level before: 3 MiB"),
+        "the baseline is scaled too"
+    );
+    assert!(!svg.contains("4718592"), "no raw byte counts are drawn");
+    let ns = render(&series(&[4_718_592.0, 4_823_449.6]));
+    assert!(
+        ns.contains("value (ns)"),
+        "other units are drawn as they are"
+    );
+}
+
+#[test]
 fn user_strings_are_escaped_everywhere() {
     let mut points = series(&[1.0, 2.0]);
     points[0].sha = "<script>alert('sha')</script>".into();

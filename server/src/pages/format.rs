@@ -64,8 +64,11 @@ pub fn elapsed(seconds: i64) -> String {
     }
 }
 
-/// A measured value with four significant digits and its unit.
+/// A measured value with four significant digits and its unit; a size in the binary prefix
+/// that keeps it readable (`4.500 MiB`).
 pub fn value(v: f64, unit: &str) -> String {
+    let shown = crate::units::shown_unit(unit, v);
+    let (v, unit) = (shown.scale(v), shown.unit.as_str());
     let magnitude = v.abs();
     let text = if magnitude != 0.0 && !(1e-3..1e9).contains(&magnitude) {
         format!("{v:.3e}")
@@ -161,6 +164,11 @@ mod tests {
         assert_eq!(value(96.123, "ns"), "96.12 ns");
         assert_eq!(value(10_340_000.0, "elem/s"), "10340000 elem/s");
         assert_eq!(value(2.5e-6, "s"), "2.500e-6 s");
+        assert_eq!(value(4_718_592.0, "B"), "4.500 MiB");
+        assert_eq!(value(1_141_760.0, "B"), "1.089 MiB");
+        assert_eq!(value(135_168.0, "B"), "132.0 KiB");
+        assert_eq!(value(1115.0, "KiB"), "1.089 MiB");
+        assert_eq!(value(3.0, "VMs"), "3.000 VMs");
         assert_eq!(elapsed(185), "3m 05s");
         assert_eq!(summary("first line\nsecond"), "first line");
     }
