@@ -129,7 +129,7 @@ impl TickRecorder {
         self.store.record_batch(now_ns, &points)?;
         // Maintenance runs on the first tick (catching up, as after a restart, which reads
         // the finer tiers back whole) and then once a minute of ticks.
-        if self.ticks % 60 == 0 {
+        if self.ticks.is_multiple_of(60) {
             self.store.consolidate(now_ns);
         }
         self.ticks += 1;
