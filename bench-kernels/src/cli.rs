@@ -27,8 +27,10 @@ struct Cli {
 enum Command {
     /// The producer benchmark against the loopback log broker (chronik-bench's options).
     Produce(crate::produce::ProduceArgs),
-    /// One micro-VM with an embedded metrics store (what scripts/vm-scale.sh launches).
+    /// One micro-VM with an embedded metrics store (what vm-scale launches).
     Vmm(crate::vm_scale::VmmArgs),
+    /// N concurrent micro-VMs and their memory, as kymo JSON or a table (scripts/vm-scale.sh).
+    VmScale(crate::vm_scale::ScaleArgs),
 }
 
 #[derive(Debug, Args)]
@@ -121,14 +123,24 @@ impl RunArgs {
     }
 }
 
-/// Runs the command line `args` (without the program name), as `kymo-kernels` and the
-/// hidden `kymo kernels` subcommand do.
+/// Runs the command line `args` (without the program name), as `kymo-kernels` does.
 pub fn run_cli(args: Vec<String>) -> anyhow::Result<()> {
+    run_cli_under(&[], args)
+}
+
+/// Runs the command line `args` of a program that reaches this command line through the
+/// subcommands `path` (the hidden `kymo kernels` passes `["kernels"]`): vm-scale launches its
+/// VMMs through the same path.
+pub fn run_cli_under(path: &[&str], args: Vec<String>) -> anyhow::Result<()> {
     let cli = Cli::try_parse_from(std::iter::once("kymo-kernels".to_string()).chain(args))
         .unwrap_or_else(|e| e.exit());
     match cli.command {
         Some(Command::Produce(args)) => crate::produce::run_standalone(&args),
         Some(Command::Vmm(args)) => crate::vm_scale::run_vmm(&args),
+        Some(Command::VmScale(args)) => {
+            let launcher = crate::vm_scale::VmmLauncher::current(path)?;
+            crate::vm_scale::run_scale(&args, &launcher)
+        }
         None => run_benchmarks(&cli.run),
     }
 }

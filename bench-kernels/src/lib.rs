@@ -25,5 +25,5 @@ pub mod runner;
 pub mod variants;
 pub mod vm_scale;
 
-pub use cli::run_cli;
+pub use cli::{run_cli, run_cli_under};
 pub use error::KernelError;

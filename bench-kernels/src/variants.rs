@@ -26,6 +26,9 @@ pub struct Variants {
     /// `[ring]`.
     #[serde(default)]
     pub ring: RingVariant,
+    /// `[vm_scale]`.
+    #[serde(default)]
+    pub vm_scale: VmScaleVariant,
 }
 
 /// `[bus]`: backend, wake-up policy and publish mode of the broadcast bus.
@@ -68,6 +71,15 @@ pub struct RingVariant {
     /// How `record()` writes.
     #[serde(default)]
     pub store: StoreKind,
+}
+
+/// `[vm_scale]`: how much history each micro-VM's store keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmScaleVariant {
+    /// How long the finest (one-second) tier of each VM's store reaches back.
+    #[serde(default)]
+    pub seconds_tier: SecondsTier,
 }
 
 macro_rules! variant_enum {
@@ -160,6 +172,16 @@ variant_enum!(
     }
 );
 
+variant_enum!(
+    /// Span of the one-second tier of a VM's metrics store.
+    SecondsTier {
+        /// An hour of seconds (rondo's layout, 1.1 MB per 16 series).
+        Hour => "hour",
+        /// A day of seconds: 24 times the slots, and the memory to read them back.
+        Day => "day",
+    }
+);
+
 impl Variants {
     /// Parses a variants file's text.
     pub fn from_toml(text: &str) -> Result<Self, KernelError> {
@@ -186,13 +208,15 @@ mod tests {
         assert_eq!(v.log_read.sealed_reader, SealedReader::Mmap);
         assert_eq!(v.fair_queue.scheduler, SchedulerKind::Drr);
         assert_eq!(v.ring.store, StoreKind::Mmap);
+        assert_eq!(v.vm_scale.seconds_tier, SecondsTier::Hour);
     }
 
     #[test]
     fn sections_choose_slow_variants() {
         let v = Variants::from_toml(
             "[bus]\nbackend = \"classic\"\n[log_read]\nsealed_reader = \"read\"\n\
-             [fair_queue]\nscheduler = \"fifo\"\n[ring]\nstore = \"write\"\n",
+             [fair_queue]\nscheduler = \"fifo\"\n[ring]\nstore = \"write\"\n\
+             [vm_scale]\nseconds_tier = \"day\"\n",
         )
         .unwrap();
         assert_eq!(v.bus.backend, BusBackend::Classic);
@@ -200,6 +224,7 @@ mod tests {
         assert_eq!(v.log_read.sealed_reader, SealedReader::Read);
         assert_eq!(v.fair_queue.scheduler, SchedulerKind::Fifo);
         assert_eq!(v.ring.store, StoreKind::Write);
+        assert_eq!(v.vm_scale.seconds_tier, SecondsTier::Day);
     }
 
     #[test]

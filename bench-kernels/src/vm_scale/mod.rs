@@ -35,17 +35,21 @@ mod kvm {
         })
     }
 }
+mod procfs;
 mod recorder;
+mod scale;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::variants::SecondsTier;
 pub use guest::{Phase, phase_at};
-pub use recorder::{SERIES, TickCounters, TickRecorder};
+pub use recorder::{SERIES, TickCounters, TickRecorder, tiers_for};
+pub use scale::{ScaleArgs, VmmLauncher, run_scale};
 
 /// How the guest runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,13 +80,18 @@ pub struct VmmArgs {
     /// The metrics store file.
     #[arg(long)]
     store: PathBuf,
+    /// How far back the store's one-second tier reaches.
+    #[arg(long, value_enum, default_value = "hour")]
+    seconds_tier: SecondsTier,
 }
 
-/// The line a VMM prints on stdout when it ends.
-#[derive(Debug, Serialize)]
+/// The line a VMM prints on stdout when it ends (and vm-scale reads back).
+#[derive(Debug, Serialize, Deserialize)]
 struct VmmReport {
-    mode: &'static str,
+    mode: String,
     ok: bool,
+    /// The VMM's own peak resident memory (`VmHWM`), in bytes.
+    peak_rss_bytes: u64,
     ticks: u64,
     series: usize,
     tiers: usize,
@@ -98,17 +107,9 @@ pub fn run_vmm(args: &VmmArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.tick_ms > 0, "--tick-ms must be positive");
     let duration = Duration::from_secs_f64(args.duration);
     let tick = Duration::from_millis(args.tick_ms);
-    let mut recorder = TickRecorder::create(&args.store)
+    let mut recorder = TickRecorder::create_with(&args.store, args.seconds_tier)
         .with_context(|| format!("creating the store {}", args.store.display()))?;
-    let mode = match args.mode {
-        VmMode::Process => VmMode::Process,
-        VmMode::Kvm => VmMode::Kvm,
-        VmMode::Auto if kvm::usable() => VmMode::Kvm,
-        VmMode::Auto => {
-            eprintln!("vmm: /dev/kvm is not usable here; running the plain-process fallback");
-            VmMode::Process
-        }
-    };
+    let mode = resolve(args.mode);
     let started = std::time::Instant::now();
     let outcome = match mode {
         VmMode::Kvm => kvm::run_guest(args.guest_mem_mib << 20, duration, tick, &mut recorder),
@@ -116,12 +117,9 @@ pub fn run_vmm(args: &VmmArgs) -> anyhow::Result<()> {
     };
     recorder.finish()?;
     let report = VmmReport {
-        mode: if mode == VmMode::Kvm {
-            "kvm"
-        } else {
-            "process"
-        },
+        mode: mode_name(mode).to_string(),
         ok: outcome.is_ok(),
+        peak_rss_bytes: procfs::own_peak_resident_bytes(),
         ticks: recorder.ticks(),
         series: SERIES.len(),
         tiers: recorder.tiers(),
@@ -133,4 +131,25 @@ pub fn run_vmm(args: &VmmArgs) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(&report)?);
     outcome?;
     Ok(())
+}
+
+/// The mode `requested` comes to on this machine: `auto` is KVM where it is usable.
+fn resolve(requested: VmMode) -> VmMode {
+    match requested {
+        VmMode::Auto if kvm::usable() => VmMode::Kvm,
+        VmMode::Auto => {
+            eprintln!("vm-scale: /dev/kvm is not usable here; running the plain-process fallback");
+            VmMode::Process
+        }
+        explicit => explicit,
+    }
+}
+
+/// How a mode is named in reports and in the `mode` parameter.
+fn mode_name(mode: VmMode) -> &'static str {
+    match mode {
+        VmMode::Kvm => "kvm",
+        VmMode::Process => "process",
+        VmMode::Auto => "auto",
+    }
 }

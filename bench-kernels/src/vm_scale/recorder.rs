@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::error::KernelError;
-use crate::ring::{DEFAULT_TIERS, MetricsStore, SeriesHandle};
-use crate::variants::StoreKind;
+use crate::ring::{DEFAULT_TIERS, MetricsStore, SeriesHandle, Tier};
+use crate::variants::{SecondsTier, StoreKind};
 
 /// The 16 series every VMM records.
 pub const SERIES: [&str; 16] = [
@@ -52,6 +52,17 @@ pub struct TickCounters {
     pub idle_ns: u64,
 }
 
+/// The store's tiers for a span of the one-second tier: rondo's three tiers, with the
+/// finest one reaching back an hour or a day.
+pub fn tiers_for(seconds: SecondsTier) -> [Tier; 3] {
+    let mut tiers = DEFAULT_TIERS;
+    tiers[0].slots = match seconds {
+        SecondsTier::Hour => 3_600,
+        SecondsTier::Day => 86_400,
+    };
+    tiers
+}
+
 /// The store and its series handles.
 pub struct TickRecorder {
     store: MetricsStore,
@@ -63,9 +74,15 @@ pub struct TickRecorder {
 }
 
 impl TickRecorder {
-    /// Creates the store file for the 16 series.
+    /// Creates the store file for the 16 series with rondo's tiers.
     pub fn create(path: &Path) -> Result<Self, KernelError> {
-        let mut store = MetricsStore::create(path, SERIES.len(), &DEFAULT_TIERS, StoreKind::Mmap)?;
+        Self::create_with(path, SecondsTier::Hour)
+    }
+
+    /// Creates the store file for the 16 series, its finest tier spanning `seconds`.
+    pub fn create_with(path: &Path, seconds: SecondsTier) -> Result<Self, KernelError> {
+        let mut store =
+            MetricsStore::create(path, SERIES.len(), &tiers_for(seconds), StoreKind::Mmap)?;
         let handles = SERIES
             .iter()
             .map(|name| store.register(name))
@@ -110,7 +127,9 @@ impl TickRecorder {
         let points: Vec<(SeriesHandle, f64)> = self.handles.iter().copied().zip(values).collect();
         let now_ns = self.epoch_ns + elapsed.as_nanos() as u64;
         self.store.record_batch(now_ns, &points)?;
-        if self.ticks % 60 == 59 {
+        // Maintenance runs on the first tick (catching up, as after a restart, which reads
+        // the finer tiers back whole) and then once a minute of ticks.
+        if self.ticks.is_multiple_of(60) {
             self.store.consolidate(now_ns);
         }
         self.ticks += 1;
@@ -189,5 +208,16 @@ mod tests {
             assert_eq!(r.store.points(*handle, 0).len(), 1);
         }
         assert_eq!(r.store.points(r.handles[0], 0)[0].1, 7.0);
+    }
+
+    #[test]
+    fn a_day_of_seconds_is_twenty_four_hours_of_slots() {
+        let dir = tempfile::tempdir().unwrap();
+        let hour = TickRecorder::create(&dir.path().join("hour")).unwrap();
+        let day = TickRecorder::create_with(&dir.path().join("day"), SecondsTier::Day).unwrap();
+        let slots = |r: &TickRecorder| r.store.tiers()[0].slots;
+        assert_eq!((slots(&hour), slots(&day)), (3_600, 86_400));
+        let ratio = day.store_bytes() as f64 / hour.store_bytes() as f64;
+        assert!((15.0..25.0).contains(&ratio), "{ratio}");
     }
 }

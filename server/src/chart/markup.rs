@@ -12,9 +12,6 @@ use kymo_core::units::{Scale, significant};
 
 use super::{TrendChart, TrendPoint, whisker};
 
-/// Significant digits in tooltips: enough to tell a 0.1 % change apart on any magnitude.
-const TOOLTIP_DIGITS: i32 = 5;
-
 /// Characters that XML 1.0 forbids even when escaped; browsers reject the whole SVG for one.
 fn forbidden_in_xml(c: char) -> bool {
     matches!(
@@ -86,45 +83,9 @@ pub(super) fn safe_href(href: &str) -> &str {
     }
 }
 
-/// Appends `value` with [`TOOLTIP_DIGITS`] significant digits and no trailing zeros, in
-/// scientific notation when it is very large or very small.
-pub(super) fn push_number(out: &mut String, value: f64) {
-    let magnitude = value.abs();
-    if magnitude != 0.0 && !(1e-3..1e9).contains(&magnitude) {
-        let start = out.len();
-        let decimals = (TOOLTIP_DIGITS - 1) as usize;
-        let _ = write!(out, "{value:.decimals$e}");
-        let exponent_at = out[start..].find('e').map_or(out.len(), |i| start + i);
-        let mantissa_end = trimmed_end(&out[start..exponent_at]) + start;
-        out.replace_range(mantissa_end..exponent_at, "");
-    } else {
-        let exponent = if magnitude == 0.0 {
-            0
-        } else {
-            magnitude.log10().floor() as i32
-        };
-        let decimals = (TOOLTIP_DIGITS - 1 - exponent).clamp(0, 9);
-        // Rounding first and printing the shortest representation gives the same digits as
-        // `{:.N}` without trailing zeros, and avoids exact formatting's slow path (a third of
-        // the render time for 10,000 points).
-        let scale = 10f64.powi(decimals);
-        let rounded = (value * scale).round() / scale;
-        let _ = write!(out, "{}", if rounded == 0.0 { 0.0 } else { rounded });
-    }
-}
-
 /// Appends a pixel coordinate.
 pub(super) fn push_int(out: &mut String, value: i32) {
     let _ = write!(out, "{value}");
-}
-
-/// Length of `number` without the trailing zeros of its fraction (and the point if bare).
-fn trimmed_end(number: &str) -> usize {
-    if !number.contains('.') {
-        return number.len();
-    }
-    let trimmed = number.trim_end_matches('0');
-    trimmed.strip_suffix('.').unwrap_or(trimmed).len()
 }
 
 /// The root tag's sizing: the width of its container, the height its aspect ratio gives.

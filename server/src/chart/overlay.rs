@@ -7,7 +7,9 @@
 //! frame; only an off-scale baseline is still named, at the frame's edge with an arrow, so that
 //! its absence from the plot is not taken for its absence.
 
-use super::markup::{push_escaped, push_int, push_number, safe_href};
+use kymo_core::units::human;
+
+use super::markup::{push_escaped, push_int, safe_href};
 use super::{plottable, x_of_position};
 
 const REGRESSION_COLOR: &str = "#D62728";
@@ -209,11 +211,7 @@ pub(super) fn push_baseline(out: &mut String, baseline: &Baseline, unit: &str, f
     out.push_str("\"><title>");
     push_escaped(out, baseline.label);
     out.push_str(": ");
-    push_number(out, baseline.value);
-    if !unit.is_empty() {
-        out.push(' ');
-        push_escaped(out, unit);
-    }
+    push_escaped(out, &human(baseline.value, unit));
     out.push_str("</title>");
     let (arrow, label_y) = if baseline.value > frame.y_hi {
         ("↑ ", frame.top + 13)

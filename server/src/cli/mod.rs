@@ -314,7 +314,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Compare(args) => compare::run(args).await,
         Command::Alert(command) => alerts::alert(command).await,
         Command::Status(command) => alerts::status(command).await,
-        Command::Kernels { args } => blocking(move || bench_kernels::run_cli(args)).await,
+        Command::Kernels { args } => {
+            blocking(move || bench_kernels::run_cli_under(&["kernels"], args)).await
+        }
         Command::Health { server } => {
             blocking(move || client(&server).wait_healthy(std::time::Duration::from_secs(2))).await
         }

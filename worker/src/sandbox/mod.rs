@@ -72,6 +72,10 @@ const DEVICES_WRITE: [&str; 5] = [
     "/dev/random",
     "/dev/urandom",
 ];
+/// The KVM device, which a suite that boots micro-VMs opens read-write (bench-kernels'
+/// vm-scale). It reaches no file, socket or process: only the VMs the suite itself makes.
+/// Where it is missing or unusable such a suite runs its process fallback.
+const KVM_DEVICE: &str = "/dev/kvm";
 
 impl Sandbox {
     /// Finds out what the kernel offers and where the toolchains are.
@@ -201,6 +205,7 @@ impl Sandbox {
                 dirs.tmp.clone(),
             ];
             write.extend(DEVICES_WRITE.iter().map(PathBuf::from));
+            write.push(PathBuf::from(KVM_DEVICE));
             Some(build_ruleset(
                 &PathRules {
                     read,

@@ -209,6 +209,34 @@ fn declared_variables_reach_the_suite_and_the_network_can_be_cut() {
 }
 
 #[test]
+fn kvm_is_the_one_device_opened_read_write_beyond_the_plain_ones() {
+    let server = Server::new();
+    let script = format!(
+        "if ( exec 3<>/dev/kvm ) 2>/dev/null; then echo 'kvm opened' >&2; else echo 'kvm denied' >&2; fi\n\
+         if ( exec 3<>/dev/kmsg ) 2>/dev/null; then echo 'BREACH kmsg' >&2; else echo 'kmsg denied' >&2; fi\n\
+         if ( exec 3>/dev/kvm-not-a-device ) 2>/dev/null; then echo 'BREACH create' >&2; fi\n\
+         echo '{RESULT}'"
+    );
+    fs::write(server.dirs.worktree.join("kvm.sh"), script).unwrap();
+    let (result, log) = server.run("sh kvm.sh", SuiteBoundary::default());
+    assert!(result.is_ok(), "{log}");
+    assert!(
+        log.contains("kmsg denied") && !log.contains("BREACH"),
+        "{log}"
+    );
+    let usable_outside = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok();
+    if usable_outside {
+        assert!(log.contains("kvm opened"), "{log}");
+    } else {
+        assert!(log.contains("kvm denied"), "{log}");
+    }
+}
+
+#[test]
 fn a_fork_bomb_fails_its_job_naming_the_process_limit() {
     let server = Server::new();
     let bomb = "b() { b & b & wait; }; b";

@@ -11,8 +11,11 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use kymo_core::db::{JobReason, LeaseSettings};
 
+use self::story::{history, kymo_toml, variants_toml};
 use crate::git;
 use crate::serve::{ServeOptions, start};
+
+mod story;
 
 /// What `kymo demo` was asked to do.
 #[derive(Debug, Clone)]
@@ -20,107 +23,6 @@ pub struct DemoOptions {
     pub listen: SocketAddr,
     pub data: PathBuf,
     pub serve: bool,
-}
-
-/// One commit of the demo history: a message and the variants file it commits.
-struct DemoCommit {
-    message: &'static str,
-    bus: &'static str,
-    sealed_reader: &'static str,
-    scheduler: &'static str,
-    store: &'static str,
-}
-
-const FAST: DemoCommit = DemoCommit {
-    message: "",
-    bus: "soa",
-    sealed_reader: "mmap",
-    scheduler: "drr",
-    store: "mmap",
-};
-
-/// The story the demo's history tells: slowdowns land, one is fixed, the rest stay.
-fn history() -> Vec<DemoCommit> {
-    let mut state = DemoCommit { ..FAST };
-    let mut commits = Vec::new();
-    // Every level lasts at least eight commits: change-point detection needs that many on each
-    // side of a change before it calls it significant.
-    let steps: [(&str, Option<(&str, &str)>); 30] = [
-        ("Initial import of the kernels", None),
-        ("docs: explain the ring tiers", None),
-        ("ci: cache the cargo registry", None),
-        ("tests: cover the broker's group commit", None),
-        ("docs: usage of kymo-kernels", None),
-        ("refactor: name the capture phases", None),
-        ("chore: bump dependencies", None),
-        ("docs: fix a typo in the README", None),
-        ("tests: fuzz the variants file", None),
-        ("ci: build on every push", None),
-        (
-            "bus: switch to the classic bounded backend",
-            Some(("bus", "classic")),
-        ),
-        ("refactor: split the broker into modules", None),
-        ("docs: document the bus knobs", None),
-        (
-            "log: read sealed segments with read() instead of mmap",
-            Some(("sealed_reader", "read")),
-        ),
-        ("tests: cover the sparse index", None),
-        ("chore: tidy imports", None),
-        ("refactor: rename the capture simulation", None),
-        (
-            "scheduler: fall back to FIFO for simplicity",
-            Some(("scheduler", "fifo")),
-        ),
-        ("docs: describe the scenarios", None),
-        ("ci: run clippy on all targets", None),
-        (
-            "bus: back to the structure-of-arrays backend",
-            Some(("bus", "soa")),
-        ),
-        ("docs: add the figures table", None),
-        (
-            "ring: record through a write() syscall per sample",
-            Some(("store", "write")),
-        ),
-        ("tests: property tests for the ring", None),
-        ("chore: bump dependencies again", None),
-        ("docs: changelog for 0.2", None),
-        ("refactor: shorter names in the runner", None),
-        ("tests: a slower CI machine profile", None),
-        ("docs: release notes", None),
-        ("release 0.2", None),
-    ];
-    for (message, change) in steps {
-        match change {
-            Some(("bus", v)) => state.bus = v,
-            Some(("sealed_reader", v)) => state.sealed_reader = v,
-            Some(("scheduler", v)) => state.scheduler = v,
-            Some(("store", v)) => state.store = v,
-            _ => {}
-        }
-        commits.push(DemoCommit { message, ..state });
-    }
-    commits
-}
-
-fn variants_toml(c: &DemoCommit) -> String {
-    format!(
-        "[bus]\nbackend = \"{}\"\n\n[log_read]\nsealed_reader = \"{}\"\n\n[fair_queue]\nscheduler = \"{}\"\n\n[ring]\nstore = \"{}\"\n",
-        c.bus, c.sealed_reader, c.scheduler, c.store
-    )
-}
-
-/// The demo's kymo.toml runs this very binary's embedded kernels, so no build is needed.
-fn kymo_toml(kymo: &Path) -> String {
-    let run = format!(
-        "'{}' kernels --quick --json --variants variants.toml",
-        kymo.display()
-    );
-    format!(
-        "[[suite]]\nname = \"kernels\"\nrun = {run:?}\nformat = \"kymo\"\nrepeat = 2\ntimeout = \"30s\"\n"
-    )
 }
 
 /// Writes the demo repository; returns how many commits it has.
@@ -270,6 +172,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     // The last completion's analysis may still be running: settle it before reporting.
     crate::analysis::analyse_repository(&state, repo.id).await?;
     print_changes(&state, &repo, running.address).await?;
+    print_story_tally(&state, &repo).await?;
     if options.serve {
         println!(
             "kymo is serving the demo at http://{}/repos/kernels (Ctrl-C stops it)",
@@ -316,6 +219,39 @@ async fn print_changes(
     Ok(())
 }
 
+/// Checks the analysis against the story: every commit that changed a variant should be
+/// found, and no other commit flagged.
+async fn print_story_tally(
+    state: &crate::AppState,
+    repo: &kymo_core::db::RepositoryRow,
+) -> anyhow::Result<()> {
+    let changes = state
+        .db
+        .regressions(repo.id, &kymo_core::db::RegressionFilter::default())
+        .await?;
+    let flagged: std::collections::BTreeSet<&str> =
+        changes.iter().map(|c| summary_line(&c.message)).collect();
+    let story: Vec<&str> = history()
+        .iter()
+        .filter(|c| c.story)
+        .map(|c| c.message)
+        .collect();
+    let found = story.iter().filter(|m| flagged.contains(*m)).count();
+    let neutral: Vec<&&str> = flagged.iter().filter(|m| !story.contains(m)).collect();
+    println!(
+        "story commits found: {found} of {}; neutral commits flagged: {}",
+        story.len(),
+        neutral.len()
+    );
+    for message in story.iter().filter(|m| !flagged.contains(*m)) {
+        println!("  missed: {message}");
+    }
+    for message in neutral {
+        println!("  flagged without a change: {message}");
+    }
+    Ok(())
+}
+
 fn summary_line(message: &str) -> &str {
     message.lines().next().unwrap_or_default()
 }
@@ -323,26 +259,6 @@ fn summary_line(message: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_demo_history_slows_down_and_recovers() {
-        let history = history();
-        assert_eq!(history.len(), 30);
-        let first = &history[0];
-        assert_eq!(
-            (first.bus, first.sealed_reader, first.scheduler, first.store),
-            ("soa", "mmap", "drr", "mmap")
-        );
-        let buses: Vec<&str> = history.iter().map(|c| c.bus).collect();
-        let slow = buses.iter().position(|b| *b == "classic").unwrap();
-        let fixed = buses.iter().skip(slow).position(|b| *b == "soa").unwrap() + slow;
-        assert!(slow < fixed, "the bus slowdown is fixed later");
-        let last = history.last().unwrap();
-        assert_eq!(
-            (last.sealed_reader, last.scheduler, last.store),
-            ("read", "fifo", "write")
-        );
-    }
 
     #[test]
     fn a_directory_the_demo_did_not_make_is_left_alone() {

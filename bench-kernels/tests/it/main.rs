@@ -1,0 +1,3 @@
+//! The `kymo-kernels` binary as a suite runs it.
+
+mod vm_scale;
