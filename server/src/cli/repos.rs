@@ -58,6 +58,14 @@ pub enum RepoCommand {
         /// Forget the suites kept on the server.
         #[arg(long)]
         no_suites: bool,
+        /// Forge logins whose pull requests from forks are measured, comma-separated (''
+        /// for none): their code runs on the benchmark machines.
+        #[arg(long, value_name = "LOGINS")]
+        fork_authors: Option<String>,
+        /// Comment on every measured pull request (always), or only where something
+        /// changed (changes).
+        #[arg(long, value_name = "always|changes")]
+        pull_comments: Option<String>,
         #[command(flatten)]
         server: ServerArg,
     },
@@ -133,13 +141,20 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             no_suites,
             credentials,
             clear_credentials,
+            fork_authors,
+            pull_comments,
             server,
         } => {
             let update = RepositoryUpdate {
                 credential: credentials.credential()?,
                 clear_credential: clear_credentials,
+                fork_authors,
+                pull_comments,
             };
-            let changes_credential = update.credential.is_some() || update.clear_credential;
+            let changes_credential = update.credential.is_some()
+                || update.clear_credential
+                || update.fork_authors.is_some()
+                || update.pull_comments.is_some();
             let changes_suites = suites.is_some() || no_suites;
             let path = format!("/repos/{name}/suites");
             if let Some(file) = suites {
@@ -231,10 +246,15 @@ async fn show_settings(
             "https" => format!("HTTPS token of user {}", c.username.unwrap_or_default()),
             _ => format!("SSH key {}", c.key_path.unwrap_or_default()),
         });
+    let forks = match view.pulls.fork_authors.as_str() {
+        "" => "nobody".to_owned(),
+        authors => authors.to_owned(),
+    };
     println!(
-        "{} ({})\ncredential: {credential}",
+        "{} ({})\ncredential: {credential}\npull requests from forks run for: {forks}\npull request comments: {}",
         view.name,
-        redact_secrets(&view.url)
+        redact_secrets(&view.url),
+        view.pulls.pull_comments
     );
     Ok(())
 }

@@ -4,6 +4,7 @@
 mod access;
 mod alerts;
 mod atom;
+mod comparisons;
 mod continuous;
 mod embed;
 pub(crate) mod format;
@@ -44,6 +45,10 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(continuous::backfill),
         )
         .route("/repos/{repo}/commits/{sha}", get(views::commit))
+        .route(
+            "/repos/{repo}/comparisons/{id}",
+            get(comparisons::comparison),
+        )
         .route("/repos/{repo}/benchmarks/{*name}", get(views::benchmark))
         .route("/repos/{repo}/regressions", get(verdicts::regressions))
         .route("/repos/{repo}/regressions/{id}", get(verdicts::regression))

@@ -82,6 +82,9 @@ struct RepoPage {
     stored_suites: bool,
     /// The logged-in admin's anti-forgery token, for the backfill form.
     csrf: Option<String>,
+    /// Open pull requests and the latest comparisons (try runs and pull requests).
+    pulls: Vec<super::comparisons::PullItem>,
+    comparisons: Vec<super::comparisons::ComparisonItem>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,7 +116,10 @@ pub async fn repository(
             statuses: c.statuses,
         })
         .collect();
+    let (pulls, comparisons) = super::comparisons::listed(&state, repo.id).await?;
     let page = RepoPage {
+        pulls,
+        comparisons,
         benchmarks: state.db.benchmarks(repo.id).await?,
         stored_suites: state.db.stored_suites(repo.id).await?.is_some(),
         csrf: viewer.csrf(),
