@@ -31,6 +31,13 @@ pub struct ComparisonView {
     pub report: Option<CompareReport>,
 }
 
+/// How many times the run-to-run noise a change must exceed (the compare page uses 4 against a
+/// history's noise). Both sides ran under the same conditions in one job and the noise is
+/// measured in that job, so the estimate is the right scale and its uncertainty is already in
+/// the upper confidence bound taken of it; false alarms are held down by the test's alpha.
+/// `scripts/pr-verdict-power.sh` measures what this gives on a machine.
+const INTERLEAVED_NOISE_MULTIPLIER: f64 = 2.0;
+
 /// Checks a worker's rounds before they are stored: as many as were asked for, each side's
 /// suites valid as a run's are.
 pub fn validate_rounds(rounds: &[ComparedRound], asked: i64) -> Result<(), String> {
@@ -86,7 +93,10 @@ fn median(values: &[f64]) -> f64 {
 pub fn judge_rounds(rounds: &[ComparedRound], machine: &str) -> Vec<CompareRow> {
     let base = by_metric(rounds.iter().map(|r| r.base.as_slice()));
     let head = by_metric(rounds.iter().map(|r| r.head.as_slice()));
-    let sensitivity = Sensitivity::default();
+    let sensitivity = Sensitivity {
+        noise_multiplier: INTERLEAVED_NOISE_MULTIPLIER,
+        ..Sensitivity::default()
+    };
     let mut rows = Vec::new();
     for (key, b) in &base {
         let Some(h) = head.get(key) else { continue };

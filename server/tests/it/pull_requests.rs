@@ -45,18 +45,18 @@ fn pull_request(
     )
 }
 
-/// A tracked repository whose main does 20,000 steps; `one-pass` makes it 26,000 (30 % more).
+/// A tracked repository whose main does 300,000 steps; `one-pass` makes it 390,000 (30 % more).
 fn tracked(server: &KymoServer, forge: &Listener) -> (TestRepo, String) {
     let repo = TestRepo::new();
     repo.commit(
         &[
             ("kymo.toml", &kymo_toml("sh bench.sh", "60s", 1)),
             ("bench.sh", TIMED_LOOP),
-            ("work.txt", "20000\n"),
+            ("work.txt", "300000\n"),
         ],
         "first",
     );
-    let slower = branch(&repo, "one-pass", &[("work.txt", "26000\n")]);
+    let slower = branch(&repo, "one-pass", &[("work.txt", "390000\n")]);
     let path = repo.path().to_str().unwrap();
     assert_ok(&server.kymo(&["repo", "add", "app", path, "--webhook-secret", SECRET]));
     assert_ok(&server.kymo(&[
@@ -137,7 +137,7 @@ fn a_slower_pull_request_gets_a_failure_and_one_comment_that_its_fix_edits_to_su
 
     // A push to the pull request that undoes the slowdown.
     git(repo.path(), &["checkout", "--quiet", "one-pass"]);
-    let fixed = repo.commit(&[("work.txt", "20000\n")], "back to one pass");
+    let fixed = repo.commit(&[("work.txt", "300000\n")], "back to one pass");
     git(repo.path(), &["checkout", "--quiet", "main"]);
     let (status, answer) = pull_request(&server, "pr-2", "synchronize", &fixed, 1);
     assert_eq!(status, 202, "{answer}");
@@ -179,7 +179,7 @@ fn a_fork_runs_nothing_unless_its_author_is_allowed_and_closing_cancels_the_wait
     let slower = branch(
         &repo,
         "fork-head",
-        &[("work.txt", "26000\n"), ("FORK", "x\n")],
+        &[("work.txt", "390000\n"), ("FORK", "x\n")],
     );
     git(repo.path(), &["update-ref", "refs/pull/7/head", &slower]);
     git(repo.path(), &["branch", "-D", "fork-head"]);
