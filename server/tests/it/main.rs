@@ -9,6 +9,7 @@ mod backfill;
 mod cache;
 mod cli_listing;
 mod commit_status;
+mod comparison_protocol;
 mod continuous;
 mod day_one;
 mod delivery_loop;

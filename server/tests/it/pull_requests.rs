@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::listener::{Listener, Received};
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_toml};
-use crate::try_runs::{TIMED_LOOP, branch, git};
-use crate::webhooks::{SECRET, deliver};
+use crate::try_runs::{TIMED_LOOP, branch};
+use crate::webhooks::{SECRET, deliver, git};
 
 /// A GitHub `pull_request` delivery of pull request 7, signed with the repository's secret.
 fn pull_request(

@@ -1,12 +1,12 @@
 //! `kymo try`: a ref against its merge base, measured interleaved by the embedded worker, with
 //! the exit status a CI step or a person at a terminal acts on.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_toml};
+use crate::webhooks::git;
 
 /// A benchmark that really works: a shell loop of as many steps as `work.txt` says, timed by
 /// the CPU time the shell spent on it (from `/proc`, in 10 ms ticks). CPU time, not the
@@ -20,20 +20,6 @@ while [ "$i" -lt "$n" ]; do i=$((i + 1)); done
 end=$(ticks)
 echo "{\"benchmarks\":[{\"name\":\"loop\",\"metrics\":[{\"name\":\"time\",\"unit\":\"ms\",\"direction\":\"lower\",\"value\":$(( (end - start) * 10 ))}]}]}"
 "#;
-
-pub fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
 
 /// Commits `files` on a new branch `name` forked from the current commit, then returns to
 /// `main`.
@@ -132,6 +118,20 @@ fn try_exits_1_on_a_branch_40_percent_slower_than_its_merge_base_and_0_on_a_docs
             .starts_with("merge-base of main"),
         "{view:#}"
     );
+
+    // The repository page lists both; the comparison's page says how it was measured.
+    let (_, page) = server.get("/repos/app");
+    assert!(
+        page.contains("try slower") && page.contains("try docs"),
+        "{page}"
+    );
+    let (status, page) = server.get(&format!("/repos/app/comparisons/{}", first["id"]));
+    assert_eq!(status, 200);
+    assert!(page.contains("measured alternately"), "{page}");
+    assert!(page.contains("3 of 3 rounds ran"), "{page}");
+    assert!(page.contains("regression"), "{page}");
+    let (status, _) = server.get("/repos/app/comparisons/999");
+    assert_eq!(status, 404);
 
     // Nothing measured by a comparison enters the tracked branch's history.
     let series = server.get_json("/api/v1/repos/app/series?benchmark=loop&metric=time");
