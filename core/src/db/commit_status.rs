@@ -349,8 +349,15 @@ mod tests {
                 .validate()
                 .is_ok()
         );
+        assert!(
+            target("gitlab", "https://gitlab.com/api/v4", "group/sub/kymo", "t")
+                .validate()
+                .is_ok()
+        );
         for bad in [
-            target("gitlab", api, "ada/kymo", "t"),
+            target("bitbucket", api, "ada/kymo", "t"),
+            target("gitlab", api, "group/../kymo", "t"),
+            target("gitlab", api, "group/", "t"),
             target("github", "ftp://x", "ada/kymo", "t"),
             target("github", api, "ada", "t"),
             target("github", api, "ada/kymo/extra", "t"),
