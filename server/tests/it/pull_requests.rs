@@ -50,7 +50,7 @@ fn tracked(server: &KymoServer, forge: &Listener) -> (TestRepo, String) {
     let repo = TestRepo::new();
     repo.commit(
         &[
-            ("kymo.toml", &kymo_toml("sh bench.sh", "60s", 1)),
+            ("kymo.toml", &kymo_toml("sh bench.sh", "60s", 3)),
             ("bench.sh", TIMED_LOOP),
             ("work.txt", "300000\n"),
         ],

@@ -11,7 +11,8 @@ use crate::webhooks::git;
 /// A benchmark that really works: a shell loop of as many steps as `work.txt` says, timed by
 /// the CPU time the shell spent on it (from `/proc`, in 10 ms ticks). CPU time, not the
 /// clock: this machine runs other builds and tests beside the suite, which stretch wall time
-/// by whole scheduler slices; the loop is long enough (about 40 ticks) for a tick to be small.
+/// by whole scheduler slices; the loop is long enough (about 40 ticks) for a tick to be small,
+/// and the suites repeat it three times per round.
 pub const TIMED_LOOP: &str = r#"n=$(cat work.txt)
 ticks() { read -r stat < /proc/$$/stat; set -- ${stat##*) }; echo $(( ${12} + ${13} )); }
 start=$(ticks)
@@ -37,7 +38,7 @@ fn repository() -> TestRepo {
     let repo = TestRepo::new();
     repo.commit(
         &[
-            ("kymo.toml", &kymo_toml("sh bench.sh", "60s", 1)),
+            ("kymo.toml", &kymo_toml("sh bench.sh", "60s", 3)),
             ("bench.sh", TIMED_LOOP),
             ("work.txt", "300000\n"),
             ("README.md", "loop\n"),
@@ -108,9 +109,9 @@ fn try_exits_1_on_a_branch_40_percent_slower_than_its_merge_base_and_0_on_a_docs
         (15.0..80.0).contains(&change),
         "{change} % for 40 % more steps"
     );
-    // One value per round on each side.
-    assert_eq!(row["verdict"]["base_samples"], 3);
-    assert_eq!(row["verdict"]["head_samples"], 3);
+    // Three repeats per round, three rounds, on each side.
+    assert_eq!(row["verdict"]["base_samples"], 9);
+    assert_eq!(row["verdict"]["head_samples"], 9);
     assert!(
         view["report"]["baseline"]
             .as_str()
