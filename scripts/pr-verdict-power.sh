@@ -11,7 +11,9 @@
 # stored results were measured, as load that comes and goes does).
 #
 #   scripts/pr-verdict-power.sh [KYMO_BINARY] [RUNS]   # default: target/debug/kymo, 10
+#   LEVELS="0 40 80" scripts/pr-verdict-power.sh ...   # other slowdowns (0 is always 2 × RUNS)
 set -euo pipefail
+levels="${LEVELS:-0 2 5 10 20}"
 kymo="$(realpath "${1:-target/debug/kymo}")"
 runs="${2:-10}"
 work="$(mktemp -d)"
@@ -45,7 +47,7 @@ g add -A && g commit -qm first
 # History for the stored way: ten commits of the same code.
 for i in $(seq 1 10); do echo "$i" > repo/README; g add -A; g commit -qm "docs $i"; done
 base="$(g rev-parse HEAD)"
-for pct in 0 2 5 10 20; do
+for pct in $levels; do
   g checkout -qb "slow-$pct" "$base"
   echo $((steps * (100 + pct) / 100)) > repo/work.txt
   echo "branch $pct" > repo/BRANCH
@@ -97,7 +99,7 @@ report() {
   echo "== $1"
   printf '%-8s %-7s %s\n' way slower "flagged as a regression"
   for way in try stored; do
-    for pct in 0 2 5 10 20; do
+    for pct in $levels; do
       n="$runs"; [ "$pct" = 0 ] && n=$((2 * runs))
       printf '%-8s %5s %% %s of %s\n' "$way" "$pct" "$("judge_$way" "$n" "$pct")" "$n"
     done
