@@ -10,6 +10,7 @@ pub mod db;
 pub mod format;
 pub mod model;
 pub mod protocol;
+pub mod pull_request;
 pub mod results;
 pub mod stats;
 pub mod units;

@@ -90,6 +90,14 @@ pub struct RepositoryUpdate {
     /// lets each suite decide again.
     #[serde(default)]
     pub network: Option<bool>,
+    /// Forge logins whose pull requests from forks are measured (comma-separated; empty:
+    /// none). Their code runs on the benchmark machines.
+    #[serde(default)]
+    pub fork_authors: Option<String>,
+    /// `always` (a comment on every measured pull request) or `changes` (only where
+    /// something changed).
+    #[serde(default)]
+    pub pull_comments: Option<String>,
 }
 
 /// A repository's settings as the API shows them: secrets are never part of it.
@@ -101,6 +109,8 @@ pub struct RepositorySettingsView {
     pub credential: Option<CredentialSummary>,
     /// `false` when every suite runs without the network; `true` when each suite decides.
     pub network: bool,
+    /// Who may run code from forks, and when pull requests get a comment.
+    pub pulls: crate::db::PullSettings,
 }
 
 /// `POST /api/v1/repos/{repo}/runs`
@@ -189,10 +199,60 @@ pub struct ClaimedJob {
     /// suite as if its `kymo.toml` said `network = false`.
     #[serde(default = "network_allowed")]
     pub network: bool,
+    /// Present when the job compares `commit` (the head) with a base, interleaved: the
+    /// worker answers with [`JobOutcome::Compared`].
+    #[serde(default)]
+    pub comparison: Option<ComparisonSpec>,
 }
 
 fn network_allowed() -> bool {
     true
+}
+
+/// A comparison job: measure `base` and the job's commit alternately, base first, `rounds`
+/// times each, on this one machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComparisonSpec {
+    pub base: CommitSha,
+    pub rounds: u32,
+    /// Where to fetch the head from when no branch holds it (a pull request from a fork).
+    #[serde(default)]
+    pub head_ref: Option<String>,
+}
+
+/// One round of a comparison: every suite of the base, then every suite of the head.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComparedRound {
+    pub base: Vec<SuiteUpload>,
+    pub head: Vec<SuiteUpload>,
+}
+
+/// `POST /api/v1/repos/{repo}/try`: measure `commit` against its merge base with the tracked
+/// branch (or against `base`), interleaved on one machine.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TryRequest {
+    /// A branch, tag or sha of the remote, fetched first.
+    pub commit: String,
+    /// The baseline: a commit-ish; the merge base with the tracked branch when absent.
+    #[serde(default)]
+    pub base: Option<String>,
+    /// Alternations of base and head (1-20; 3 when absent).
+    #[serde(default)]
+    pub rounds: Option<i64>,
+}
+
+/// The answer to a try request.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TryQueued {
+    pub comparison: i64,
+    pub job: i64,
+    pub base: CommitSha,
+    pub head: CommitSha,
+    /// How the base was chosen.
+    pub baseline: String,
 }
 
 /// `POST /api/v1/worker/jobs/{id}/heartbeat`
@@ -255,6 +315,11 @@ pub enum JobOutcome {
     Failed {
         error: String,
         log_tail: String,
+    },
+    /// A comparison job's rounds, in the order they ran.
+    Compared {
+        rounds: Vec<ComparedRound>,
+        log: String,
     },
 }
 

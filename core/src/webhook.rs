@@ -46,9 +46,11 @@ pub enum WebhookError {
     MissingHeader(&'static str),
     #[error("the signature does not match the repository's webhook secret")]
     BadSignature,
-    #[error("the payload is not a {provider} push: {reason}")]
+    #[error("the payload is not a {provider} {what}: {reason}")]
     BadPayload {
         provider: &'static str,
+        /// push, pull request ...
+        what: &'static str,
         reason: String,
     },
 }
@@ -59,6 +61,8 @@ pub enum Event {
     Push,
     /// GitHub's and Gitea's hook test.
     Ping,
+    /// A pull request (GitHub, Gitea, Forgejo) or merge request (GitLab) event.
+    PullRequest,
     /// Anything else: acknowledged and ignored.
     Other(String),
 }
@@ -71,6 +75,8 @@ impl Event {
                 Event::Push
             }
             (Provider::GitHub | Provider::Gitea, "ping") => Event::Ping,
+            (Provider::GitHub | Provider::Gitea, "pull_request")
+            | (Provider::GitLab, "Merge Request Hook") => Event::PullRequest,
             (_, other) => Event::Other(other.chars().take(64).collect()),
         }
     }
@@ -224,6 +230,7 @@ struct PingPayload {
 pub fn parse_push(provider: Provider, body: &[u8]) -> Result<Push, WebhookError> {
     let bad = |reason: String| WebhookError::BadPayload {
         provider: provider.as_str(),
+        what: "push",
         reason,
     };
     let payload: PushPayload = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
@@ -354,6 +361,14 @@ mod tests {
         assert_eq!(Event::parse(Provider::GitHub, "push"), Event::Push);
         assert_eq!(Event::parse(Provider::GitLab, "Push Hook"), Event::Push);
         assert_eq!(Event::parse(Provider::Gitea, "ping"), Event::Ping);
+        assert_eq!(
+            Event::parse(Provider::GitLab, "Merge Request Hook"),
+            Event::PullRequest
+        );
+        assert_eq!(
+            Event::parse(Provider::Gitea, "pull_request"),
+            Event::PullRequest
+        );
         assert_eq!(
             Event::parse(Provider::GitLab, "push"),
             Event::Other("push".into())

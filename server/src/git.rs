@@ -151,8 +151,18 @@ pub async fn resolve_commit(
     commitish: Option<&str>,
 ) -> AppResult<(CommitSha, i64)> {
     sync_history(state, repo).await?;
+    resolve_fetched(state, repo, commitish.unwrap_or(&repo.branch)).await
+}
+
+/// Resolves `commitish` in the mirror as it is (fetched a moment ago by the caller) and
+/// records the commit; returns its sha and database id.
+pub async fn resolve_fetched(
+    state: &AppState,
+    repo: &RepositoryRow,
+    commitish: &str,
+) -> AppResult<(CommitSha, i64)> {
     let remote = Remote::of(state, repo).await?;
-    let wanted = commitish.unwrap_or(&repo.branch).to_owned();
+    let wanted = commitish.to_owned();
     if wanted.is_empty() || wanted.len() > 256 || wanted.starts_with('-') {
         return Err(AppError::BadRequest(format!(
             "{wanted:?} is not a commit name"
@@ -170,6 +180,25 @@ pub async fn resolve_commit(
     let record = to_record(info)?;
     let id = state.db.record_commit(repo.id, &record).await?;
     Ok((record.sha, id))
+}
+
+/// Fetches a pull request's head ref (`refs/pull/N/head`, `refs/merge-requests/N/head`) into
+/// the mirror: a fork's head is on no branch of the repository.
+pub async fn fetch_pull_head(
+    state: &AppState,
+    repo: &RepositoryRow,
+    reference: &str,
+) -> AppResult<()> {
+    let remote = Remote::of(state, repo).await?;
+    let reference = reference.to_owned();
+    tokio::task::spawn_blocking(move || -> AppResult<()> {
+        let mirror = remote.open()?;
+        mirror
+            .fetch_pull_head(&reference)
+            .map_err(|e| remote.error(format!("{reference}: {e}")))
+    })
+    .await
+    .map_err(|e| AppError::Internal(e.into()))?
 }
 
 /// A recorded commit named by `spec` (a sha or its prefix, or a branch or tag of the mirror

@@ -23,6 +23,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
+            if let Some(exit) = err.downcast_ref::<kymo_server::cli::ExitWith>() {
+                eprintln!("{}", exit.message);
+                return ExitCode::from(exit.code);
+            }
             // A message, never a backtrace: RUST_BACKTRACE=1 is common among Rust developers,
             // and anyhow's Debug form prints one for every user error.
             eprintln!("error: {err:#}");

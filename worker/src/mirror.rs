@@ -236,6 +236,25 @@ impl Mirror {
         fetch_all(&self.repo, &self.url, self.credential.as_ref())
     }
 
+    /// Fetches one pull or merge request's head (`refs/pull/N/head` on GitHub and Gitea,
+    /// `refs/merge-requests/N/head` on GitLab), which lives outside the branches a fetch
+    /// takes when the request comes from a fork.
+    pub fn fetch_pull_head(&self, reference: &str) -> Result<(), MirrorError> {
+        let number = (reference.strip_prefix("refs/pull/"))
+            .or_else(|| reference.strip_prefix("refs/merge-requests/"))
+            .and_then(|rest| rest.strip_suffix("/head"))
+            .filter(|n| !n.is_empty() && n.len() <= 12 && n.bytes().all(|b| b.is_ascii_digit()));
+        if number.is_none() {
+            return Err(MirrorError::UnknownRevision {
+                commitish: reference.chars().take(80).collect(),
+                url: self.url.clone(),
+            });
+        }
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let refspec = format!("+{reference}:{reference}");
+        fetch_refspecs(&self.repo, &self.url, self.credential.as_ref(), &[&refspec])
+    }
+
     /// The commit that a branch, tag, sha or other revision expression names.
     pub fn resolve(&self, commitish: &str) -> Result<String, MirrorError> {
         let unknown = || MirrorError::UnknownRevision {
@@ -415,6 +434,16 @@ fn fetch_all(
     url: &str,
     credential: Option<&GitCredential>,
 ) -> Result<(), MirrorError> {
+    fetch_refspecs(repo, url, credential, &FETCH_REFSPECS)
+}
+
+/// Fetches `refspecs` from the mirror's remote, as [`fetch_all`] describes.
+fn fetch_refspecs(
+    repo: &Repository,
+    url: &str,
+    credential: Option<&GitCredential>,
+    refspecs: &[&str],
+) -> Result<(), MirrorError> {
     let shown = redact_secrets(url);
     // libgit2 reports a local path that is gone as an "unsupported URL protocol": say what it is.
     let local = url.strip_prefix("file://").unwrap_or(url);
@@ -434,7 +463,7 @@ fn fetch_all(
         .remote_callbacks(remote_callbacks(credential));
     let action = format!("fetching {shown}");
     remote
-        .fetch(&FETCH_REFSPECS, Some(&mut options), None)
+        .fetch(refspecs, Some(&mut options), None)
         .map_err(|error| {
             let timed_out =
                 error.code() == git2::ErrorCode::Timeout || error.message().contains("timed out");

@@ -149,10 +149,29 @@ pub fn run_suite(
     suite: &Suite,
     log: &mut String,
 ) -> Result<SuiteUpload, SuiteFailure> {
+    build_suite(ctx, suite, log)?;
+    measure_suite(ctx, suite, log)
+}
+
+/// Runs a suite's build command, if it has one.
+pub fn build_suite(
+    ctx: &SuiteContext,
+    suite: &Suite,
+    log: &mut String,
+) -> Result<(), SuiteFailure> {
     if let Some(build) = &suite.build {
         (ctx.progress)(format!("building suite {}", suite.name));
         run_step(ctx, suite, "build", build, log)?;
     }
+    Ok(())
+}
+
+/// Runs a built suite `repeat` times and merges the repeats.
+pub fn measure_suite(
+    ctx: &SuiteContext,
+    suite: &Suite,
+    log: &mut String,
+) -> Result<SuiteUpload, SuiteFailure> {
     let criterion_dir = ctx.dirs.target.join("criterion");
     let mut repeats = Vec::with_capacity(suite.repeat as usize);
     for round in 1..=suite.repeat {

@@ -14,7 +14,7 @@ use kymo_core::protocol::{
 };
 
 use crate::client::ServerClient;
-use crate::config::{KYMO_TOML_MAX_BYTES, parse_kymo_toml_bytes};
+use crate::config::{KYMO_TOML_MAX_BYTES, KymoToml, parse_kymo_toml_bytes};
 use crate::fingerprint::{detect_environment, detect_specs};
 use crate::mirror::{Mirror, mirror_dir_name};
 use crate::sandbox::{Sandbox, SandboxConfig, SuiteDirs};
@@ -41,6 +41,8 @@ pub enum Tick {
     Ran { job: i64, succeeded: bool },
     QueueEmpty,
 }
+
+mod interleave;
 
 /// A worker bound to one server, with this machine's fingerprint.
 pub struct Worker {
@@ -196,71 +198,38 @@ impl Worker {
     }
 
     fn try_run_job(&self, job: &ClaimedJob, control: &JobControl) -> anyhow::Result<JobOutcome> {
-        let cache = &self.config.cache_dir;
         let sha = job.commit.as_str();
-        // The server names the repository; it still must not pick paths outside the cache.
-        let dir_name = mirror_dir_name(&job.repository)?;
-        control.phase("fetching");
-        let url = redact_secrets(&job.url);
-        let mirror =
-            Mirror::open_or_clone_with(cache, &job.repository, &job.url, job.credential.as_ref())
-                .with_context(|| format!("cannot clone {url}"))?;
-        if !mirror.has_commit(sha) {
-            mirror
-                .fetch()
-                .with_context(|| format!("cannot fetch {url}"))?;
+        let mut wanted = vec![sha];
+        if let Some(spec) = &job.comparison {
+            wanted.push(spec.base.as_str());
         }
-        control.phase("checking out");
-        let worktree = cache.join("worktrees").join(&dir_name);
-        mirror
-            .checkout(sha, &worktree)
-            .with_context(|| format!("cannot check out commit {sha}"))?;
-        let own = mirror.read_file_at(sha, "kymo.toml", KYMO_TOML_MAX_BYTES + 1)?;
-        let chosen = match choose_config(own, job.stored_suites.as_deref()) {
-            Some(chosen) => chosen,
-            None => {
-                return Ok(JobOutcome::Failed {
-                    error: missing_config_error(job),
-                    log_tail: String::new(),
-                });
-            }
+        let mirror = self.open_mirror(job, &wanted, control)?;
+        // A pull request's head from a fork is on no branch: fetch the ref its forge keeps.
+        if let Some(reference) = job.comparison.as_ref().and_then(|c| c.head_ref.as_deref())
+            && !mirror.has_commit(sha)
+        {
+            mirror
+                .fetch_pull_head(reference)
+                .with_context(|| format!("cannot fetch {reference}"))?;
+        }
+        if let Some(spec) = &job.comparison {
+            return self.run_comparison(job, spec, &mirror, control);
+        }
+        let dir_name = mirror_dir_name(&job.repository)?;
+        let side = match self.check_out(job, &mirror, sha, &dir_name, control)? {
+            Ok(side) => side,
+            Err(failed) => return Ok(failed),
         };
-        let mut config = match parse_kymo_toml_bytes(&chosen.bytes) {
-            Ok(config) => config,
-            Err(err) => {
-                let whose = match chosen.used.source {
-                    ConfigSource::Commit => "kymo.toml",
-                    ConfigSource::Server => "the kymo.toml kept on the server",
-                };
-                return Ok(JobOutcome::Failed {
-                    error: format!("{whose}: {err}"),
-                    log_tail: String::new(),
-                });
-            }
-        };
-        let dirs = suite_dirs(cache, &dir_name, worktree)?;
         let mut log = String::new();
         if !job.network {
-            // The repository's setting, not the commit's file, has the last word.
-            for suite in &mut config.suites {
-                suite.boundary.network = false;
-            }
             log.push_str("# the repository runs every suite without the network\n");
         }
-        let mut suites = Vec::with_capacity(config.suites.len());
-        let count = config.suites.len();
-        for (index, suite) in config.suites.iter().enumerate() {
+        let mut suites = Vec::with_capacity(side.config.suites.len());
+        let count = side.config.suites.len();
+        for (index, suite) in side.config.suites.iter().enumerate() {
             let progress =
                 |what: String| control.phase(&format!("suite {} of {count}: {what}", index + 1));
-            let ctx = SuiteContext {
-                dirs: &dirs,
-                cache_dir: cache,
-                commit: sha,
-                sandbox: &self.sandbox,
-                limits: self.config.limits,
-                cancel: control.cancelled,
-                progress: &progress,
-            };
+            let ctx = self.suite_context(&side, control, &progress);
             match run_suite(&ctx, suite, &mut log) {
                 Ok(upload) => suites.push(upload),
                 Err(SuiteFailure {
@@ -277,9 +246,112 @@ impl Worker {
         Ok(JobOutcome::Succeeded {
             suites,
             log: log_tail(&log, MAX_LOG).to_owned(),
-            config: Some(chosen.used),
+            config: Some(side.used),
         })
     }
+
+    /// The repository's mirror, fetched when it lacks one of the `wanted` commits.
+    fn open_mirror(
+        &self,
+        job: &ClaimedJob,
+        wanted: &[&str],
+        control: &JobControl,
+    ) -> anyhow::Result<Mirror> {
+        // The server names the repository; it still must not pick paths outside the cache.
+        mirror_dir_name(&job.repository)?;
+        control.phase("fetching");
+        let url = redact_secrets(&job.url);
+        let mirror = Mirror::open_or_clone_with(
+            &self.config.cache_dir,
+            &job.repository,
+            &job.url,
+            job.credential.as_ref(),
+        )
+        .with_context(|| format!("cannot clone {url}"))?;
+        if !wanted.iter().all(|sha| mirror.has_commit(sha)) {
+            mirror
+                .fetch()
+                .with_context(|| format!("cannot fetch {url}"))?;
+        }
+        Ok(mirror)
+    }
+
+    /// Checks `sha` out into the work tree named `tree` and reads the suites it runs; the
+    /// outcome of a job that cannot run (no or a broken `kymo.toml`) as `Err`.
+    fn check_out(
+        &self,
+        job: &ClaimedJob,
+        mirror: &Mirror,
+        sha: &str,
+        tree: &str,
+        control: &JobControl,
+    ) -> anyhow::Result<Result<CheckedOut, JobOutcome>> {
+        let cache = &self.config.cache_dir;
+        control.phase("checking out");
+        let worktree = cache.join("worktrees").join(tree);
+        mirror
+            .checkout(sha, &worktree)
+            .with_context(|| format!("cannot check out commit {sha}"))?;
+        let own = mirror.read_file_at(sha, "kymo.toml", KYMO_TOML_MAX_BYTES + 1)?;
+        let Some(chosen) = choose_config(own, job.stored_suites.as_deref()) else {
+            return Ok(Err(JobOutcome::Failed {
+                error: missing_config_error(job, sha),
+                log_tail: String::new(),
+            }));
+        };
+        let mut config = match parse_kymo_toml_bytes(&chosen.bytes) {
+            Ok(config) => config,
+            Err(err) => {
+                let whose = match chosen.used.source {
+                    ConfigSource::Commit => "kymo.toml",
+                    ConfigSource::Server => "the kymo.toml kept on the server",
+                };
+                return Ok(Err(JobOutcome::Failed {
+                    error: format!("{whose}: {err}"),
+                    log_tail: String::new(),
+                }));
+            }
+        };
+        if !job.network {
+            // The repository's setting, not the commit's file, has the last word.
+            for suite in &mut config.suites {
+                suite.boundary.network = false;
+            }
+        }
+        let dir_name = mirror_dir_name(&job.repository)?;
+        let dirs = suite_dirs(cache, &dir_name, tree, worktree)?;
+        Ok(Ok(CheckedOut {
+            sha: sha.to_owned(),
+            dirs,
+            config,
+            used: chosen.used,
+        }))
+    }
+
+    fn suite_context<'a>(
+        &'a self,
+        side: &'a CheckedOut,
+        control: &'a JobControl,
+        progress: &'a dyn Fn(String),
+    ) -> SuiteContext<'a> {
+        SuiteContext {
+            dirs: &side.dirs,
+            cache_dir: &self.config.cache_dir,
+            commit: &side.sha,
+            sandbox: &self.sandbox,
+            limits: self.config.limits,
+            cancel: control.cancelled,
+            progress,
+        }
+    }
+}
+
+/// A commit checked out in its own work tree, with the suites it runs.
+struct CheckedOut {
+    sha: String,
+    dirs: SuiteDirs,
+    config: KymoToml,
+    used: ConfigUsed,
 }
 
 /// A repository's directories in the cache, created, with a temp directory emptied for this job.
@@ -288,13 +360,16 @@ impl Worker {
 fn suite_dirs(
     cache: &std::path::Path,
     dir_name: &str,
+    tree: &str,
     worktree: PathBuf,
 ) -> anyhow::Result<SuiteDirs> {
+    // The home (cargo's registry) is the repository's; a comparison's two work trees each
+    // have their own target directory, so that one side's build never replaces the other's.
     let dirs = SuiteDirs {
         worktree,
-        target: cache.join("targets").join(dir_name),
+        target: cache.join("targets").join(tree),
         home: cache.join("homes").join(dir_name),
-        tmp: cache.join("tmp").join(dir_name),
+        tmp: cache.join("tmp").join(tree),
     };
     let _ = std::fs::remove_dir_all(&dirs.tmp);
     for dir in [&dirs.target, &dirs.home, &dirs.tmp] {
@@ -347,8 +422,7 @@ fn hex_sha256(bytes: &[u8]) -> String {
 
 /// Says how to give a commit suites: commit the file (when it sits uncommitted in a local
 /// repository's work tree), or keep one on the server.
-fn missing_config_error(job: &ClaimedJob) -> String {
-    let sha = job.commit.as_str();
+fn missing_config_error(job: &ClaimedJob, sha: &str) -> String {
     let name = &job.repository;
     let local = std::path::Path::new(&job.url);
     let uncommitted = !job.url.contains("://") && local.join("kymo.toml").is_file();

@@ -241,7 +241,7 @@ impl Db {
         let row = sqlx::query!(
             r#"SELECT coalesce(sum(state IN ('queued', 'running')), 0) AS "active!: i64",
                       coalesce(sum(state = 'failed'), 0) AS "failed!: i64"
-               FROM jobs WHERE commit_id = ? AND machine_id = ?"#,
+               FROM jobs WHERE commit_id = ? AND machine_id = ? AND comparison_id IS NULL"#,
             commit_id,
             machine_id
         )

@@ -4,8 +4,9 @@
 use super::alerts::{OutboxItem, OutboxProgress, validate_outbound_url};
 use super::{Db, DbError};
 
-/// The forges kymo posts commit statuses to (Forgejo speaks Gitea's API).
-pub const STATUS_KINDS: [&str; 2] = ["github", "gitea"];
+/// The forges kymo posts commit statuses (and pull request comments) to; Forgejo speaks
+/// Gitea's API.
+pub const STATUS_KINDS: [&str; 3] = ["github", "gitea", "gitlab"];
 
 /// A repository's commit-status target as stored, token included.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,8 +36,15 @@ impl CommitStatusTarget {
                 && p.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         };
+        // GitLab projects may sit in nested groups (group/subgroup/project).
+        let nested = self.kind == "gitlab";
         match self.slug.split_once('/') {
             Some((owner, name)) if part_ok(owner) && part_ok(name) => {}
+            Some((owner, path))
+                if nested
+                    && part_ok(owner)
+                    && path.len() <= 400
+                    && path.split('/').all(part_ok) => {}
             _ => {
                 return Err(DbError::Invalid(format!(
                     "slug {:?} is not owner/name (letters, digits, '-', '_', '.')",
@@ -163,7 +171,7 @@ impl Db {
         .await?
         .ok_or_else(|| DbError::NotFound(format!("commit {commit_id}")))?;
         let job_states = sqlx::query_scalar!(
-            "SELECT state FROM jobs WHERE commit_id = ? AND state <> 'cancelled' ORDER BY id",
+            "SELECT state FROM jobs WHERE commit_id = ? AND state <> 'cancelled' AND comparison_id IS NULL ORDER BY id",
             commit_id
         )
         .fetch_all(&self.reader)
@@ -341,8 +349,15 @@ mod tests {
                 .validate()
                 .is_ok()
         );
+        assert!(
+            target("gitlab", "https://gitlab.com/api/v4", "group/sub/kymo", "t")
+                .validate()
+                .is_ok()
+        );
         for bad in [
-            target("gitlab", api, "ada/kymo", "t"),
+            target("bitbucket", api, "ada/kymo", "t"),
+            target("gitlab", api, "group/../kymo", "t"),
+            target("gitlab", api, "group/", "t"),
             target("github", "ftp://x", "ada/kymo", "t"),
             target("github", api, "ada", "t"),
             target("github", api, "ada/kymo/extra", "t"),

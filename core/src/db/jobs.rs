@@ -4,7 +4,7 @@
 use super::machines::random_secret;
 use super::{Db, DbError};
 use crate::model::CommitSha;
-use crate::protocol::ClaimedJob;
+use crate::protocol::{ClaimedJob, ComparisonSpec};
 
 /// How long a lease lasts and how often a job may be claimed.
 #[derive(Debug, Clone, Copy)]
@@ -53,6 +53,10 @@ pub enum JobReason {
     Bisect,
     Backfill,
     History,
+    /// A `kymo try` comparison: someone waits for it at a terminal.
+    Try,
+    /// A pull or merge request's comparison: a reviewer waits for it.
+    Pull,
 }
 
 impl JobReason {
@@ -63,12 +67,14 @@ impl JobReason {
             JobReason::Bisect => "bisect",
             JobReason::Backfill => "backfill",
             JobReason::History => "history",
+            JobReason::Try => "try",
+            JobReason::Pull => "pull",
         }
     }
 
     pub fn priority(self) -> i64 {
         match self {
-            JobReason::Head | JobReason::Manual => 30,
+            JobReason::Head | JobReason::Manual | JobReason::Try | JobReason::Pull => 30,
             JobReason::Bisect => 20,
             JobReason::Backfill => 10,
             JobReason::History => 5,
@@ -262,7 +268,7 @@ impl Db {
     ) -> Result<i64, DbError> {
         let mut tx = self.begin_write().await?;
         let job = sqlx::query!(
-            "SELECT repository_id, commit_id, machine_id, state FROM jobs WHERE id = ?",
+            "SELECT repository_id, commit_id, machine_id, state, reason, comparison_id FROM jobs WHERE id = ?",
             job_id
         )
         .fetch_optional(&mut *tx)
@@ -273,6 +279,25 @@ impl Db {
                 "job {job_id} is still {}; cancel it first",
                 job.state
             )));
+        }
+        if let Some(comparison_id) = job.comparison_id {
+            // A comparison is measured again whole, on whichever machine asks first.
+            let reason = match job.reason.as_str() {
+                "pull" => JobReason::Pull,
+                _ => JobReason::Try,
+            };
+            let id = super::comparisons::queue_comparison_job(
+                &mut tx,
+                job.repository_id,
+                job.commit_id,
+                comparison_id,
+                reason,
+                settings,
+                now,
+            )
+            .await?;
+            tx.commit().await?;
+            return Ok(id);
         }
         let id = queue_one(
             &mut tx,
@@ -307,9 +332,12 @@ impl Db {
         // keeps a claim cheap however long the queue is.
         let candidates = sqlx::query!(
             r#"SELECT j.id AS "id!", r.name, r.url, r.suites_toml, r.machine_labels,
-                      r.network_off AS "network_off: bool", c.sha
+                      r.network_off AS "network_off: bool", c.sha,
+                      b.sha AS "base_sha?", k.rounds AS "rounds?", k.head_ref
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
+                           LEFT JOIN comparisons k ON k.id = j.comparison_id
+                           LEFT JOIN commits b ON b.id = k.base_id
                WHERE j.state = 'queued' AND (j.machine_id = ? OR j.machine_id IS NULL)
                ORDER BY j.priority DESC, j.id LIMIT 256"#,
             machine_id
@@ -341,6 +369,15 @@ impl Db {
         tx.commit().await?;
         let commit = CommitSha::parse(&next.sha)
             .map_err(|e| DbError::Invalid(format!("stored commit is corrupt: {e}")))?;
+        let comparison = match (next.base_sha, next.rounds) {
+            (Some(base), Some(rounds)) => Some(ComparisonSpec {
+                base: CommitSha::parse(&base)
+                    .map_err(|e| DbError::Invalid(format!("stored commit is corrupt: {e}")))?,
+                rounds: rounds as u32,
+                head_ref: next.head_ref,
+            }),
+            _ => None,
+        };
         let credential = self.git_credential_named(&next.name).await?;
         Ok(Some(ClaimedJob {
             id: next.id,
@@ -352,6 +389,7 @@ impl Db {
             stored_suites: next.suites_toml,
             credential,
             network: !next.network_off,
+            comparison,
         }))
     }
 
@@ -500,7 +538,8 @@ async fn queue_one(
     // A job not yet bound to a machine (queued before any registered) counts for every one.
     let active = sqlx::query_scalar!(
         r#"SELECT id AS "id!" FROM jobs WHERE commit_id = ?1 AND (machine_id IS ?2 OR machine_id IS NULL)
-           AND state IN ('queued', 'running') ORDER BY machine_id IS NULL LIMIT 1"#,
+           AND state IN ('queued', 'running') AND comparison_id IS NULL
+           ORDER BY machine_id IS NULL LIMIT 1"#,
         commit_id,
         machine
     )
@@ -523,6 +562,7 @@ async fn queue_one(
     if reason.once_per_machine() {
         let seen = sqlx::query_scalar!(
             r#"SELECT 1 AS "seen!" FROM jobs WHERE commit_id = ?1 AND machine_id IS ?2 AND state <> 'cancelled'
+                 AND comparison_id IS NULL
                UNION ALL SELECT 1 FROM runs WHERE commit_id = ?1 AND machine_id IS ?2 LIMIT 1"#,
             commit_id,
             machine

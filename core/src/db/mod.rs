@@ -7,6 +7,7 @@ mod alerts;
 mod bisections;
 mod census;
 mod commit_status;
+mod comparisons;
 mod counts;
 mod credentials;
 mod history;
@@ -15,6 +16,7 @@ mod jobs;
 mod json_text;
 mod machines;
 mod pages;
+mod pulls;
 mod regressions;
 mod repos;
 mod sensitivity;
@@ -39,6 +41,10 @@ pub use census::RowCounts;
 pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
 };
+pub use comparisons::{
+    COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS,
+    NewComparison,
+};
 pub use counts::{JOB_STATES, ServerCounts};
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{
@@ -49,6 +55,7 @@ pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,
     HistoryRow, HistoryStatus, RecentValue, RepositorySummary, SeriesPoint,
 };
+pub use pulls::{DuePullFeedback, PullRequestRecord, PullRequestRow, PullSettings};
 pub use regressions::{
     AnalysisPoint, FoundChange, RegressionFilter, RegressionRow, SeriesToAnalyse, TRIAGE_STATES,
 };

@@ -149,7 +149,7 @@ impl Db {
             r#"SELECT j.commit_id, coalesce(m.fingerprint, 'any machine') AS "machine!: String", j.state
                FROM jobs j JOIN commits c ON c.id = j.commit_id
                LEFT JOIN machines m ON m.id = j.machine_id
-               WHERE c.repository_id = ? AND c.position BETWEEN ? AND ?
+               WHERE c.repository_id = ? AND c.position BETWEEN ? AND ? AND j.comparison_id IS NULL
                ORDER BY j.id"#,
             repository_id,
             low,

@@ -66,6 +66,9 @@ impl DeliveryLoop {
                         if let Err(err) = deliver_once(&state).await {
                             tracing::warn!(error = %err, "alert delivery failed");
                         }
+                        if let Err(err) = crate::pulls::feedback::publish_due(&state).await {
+                            tracing::warn!(error = %err, "pull request feedback failed");
+                        }
                     }
                 }
             }

@@ -14,7 +14,7 @@ pub use delivery::{
     DeliveryLoop, FIRST_BACKOFF_SECONDS, MAX_ATTEMPTS, MAX_BACKOFF_SECONDS, backoff_seconds,
     deliver_once, next_step,
 };
-pub use status::{STATUS_CONTEXT, commit_state, commit_status_changed};
+pub use status::{STATUS_CONTEXT, commit_state, commit_status_changed, status_request};
 
 use std::net::SocketAddr;
 
@@ -118,7 +118,7 @@ pub struct AlertChannelView {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusTargetRequest {
-    /// `github` or `gitea`.
+    /// `github`, `gitea` (and Forgejo) or `gitlab`.
     pub kind: String,
     /// The forge's API root; `https://api.github.com` by default for GitHub.
     #[serde(default)]
@@ -139,6 +139,9 @@ pub struct StatusTargetView {
 
 /// GitHub's API root, the default for kind `github`.
 pub const GITHUB_API: &str = "https://api.github.com";
+
+/// GitLab.com's API root, the default for kind `gitlab`.
+pub const GITLAB_API: &str = "https://gitlab.com/api/v4";
 
 /// `https://hooks.slack.com/services/T0/B0/secret` → `https://hooks.slack.com/…cret`:
 /// channel URLs carry their secret in the path, so only the host and a hint are shown.

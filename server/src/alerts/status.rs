@@ -2,11 +2,10 @@
 //! state follows from its jobs and regressions, and a change of state is queued for posting.
 
 use kymo_core::db::{CommitStatusTarget, StatusCommit};
-use serde::Serialize;
-use serde_json::Value;
 
 use super::Outgoing;
 use crate::error::AppResult;
+use crate::forge;
 use crate::state::AppState;
 
 /// The label kymo's statuses carry on the forge.
@@ -91,15 +90,6 @@ pub fn commit_state(commit: &StatusCommit) -> Option<(&'static str, String)> {
     })
 }
 
-/// The statuses API's body; GitHub and Gitea take the same fields.
-#[derive(Serialize)]
-struct StatusBody<'a> {
-    state: &'a str,
-    target_url: &'a str,
-    description: String,
-    context: &'static str,
-}
-
 /// The request that posts `commit_state` for `sha` to `target`.
 pub fn status_request(
     target: &CommitStatusTarget,
@@ -108,33 +98,17 @@ pub fn status_request(
     description: &str,
     target_url: &str,
 ) -> Outgoing {
-    let url = format!(
-        "{}/repos/{}/statuses/{sha}",
-        target.api_url.trim_end_matches('/'),
-        target.slug
-    );
-    let headers = if target.kind == "gitea" {
-        vec![
-            ("Authorization", format!("token {}", target.token)),
-            ("Accept", "application/json".to_owned()),
-        ]
-    } else {
-        vec![
-            ("Authorization", format!("Bearer {}", target.token)),
-            ("Accept", "application/vnd.github+json".to_owned()),
-            ("X-GitHub-Api-Version", "2022-11-28".to_owned()),
-        ]
-    };
-    let body = StatusBody {
-        state: commit_state,
-        target_url,
-        description: description.chars().take(MAX_DESCRIPTION_CHARS).collect(),
-        context: STATUS_CONTEXT,
-    };
+    let description: String = description.chars().take(MAX_DESCRIPTION_CHARS).collect();
     Outgoing {
-        url,
-        headers,
-        body: serde_json::to_value(body).unwrap_or(Value::Null),
+        url: forge::status_url(target, sha),
+        headers: forge::auth_headers(target),
+        body: forge::status_body(
+            target,
+            commit_state,
+            &description,
+            target_url,
+            STATUS_CONTEXT,
+        ),
     }
 }
 

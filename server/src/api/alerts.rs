@@ -150,6 +150,7 @@ pub async fn set_status_target(
     let api_url = match (request.api_url, request.kind.as_str()) {
         (Some(url), _) => url.trim().trim_end_matches('/').to_owned(),
         (None, "github") => GITHUB_API.to_owned(),
+        (None, "gitlab") => crate::alerts::GITLAB_API.to_owned(),
         (None, _) => {
             return Err(AppError::BadRequest(
                 "api_url is required for gitea (e.g. https://gitea.example/api/v1)".into(),

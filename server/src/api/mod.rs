@@ -1,6 +1,7 @@
 //! The JSON API under `/api/v1`.
 
 mod alerts;
+mod comparisons;
 mod doc;
 mod queue;
 mod repos;
@@ -11,6 +12,7 @@ mod webhooks;
 mod worker;
 
 pub use alerts::{DeliveryLog, LOG_LIMIT, target_view};
+pub use comparisons::merge_base;
 pub use repos::load_commit;
 pub use verdicts::{csv_response, load_regression};
 
@@ -49,6 +51,9 @@ fn documented() -> OpenApiRouter<AppState> {
         .routes(routes!(repos::show))
         .routes(routes!(settings::settings, settings::update_settings))
         .routes(routes!(repos::enqueue_run))
+        .routes(routes!(comparisons::try_run))
+        .routes(routes!(comparisons::list))
+        .routes(routes!(comparisons::show))
         .routes(routes!(settings::backfill))
         .routes(routes!(
             settings::get_suites,

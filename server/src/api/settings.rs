@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::credentials::redact_secrets;
-use kymo_core::db::RepositoryRow;
+use kymo_core::db::{PullSettings, RepositoryRow};
 use kymo_core::protocol::{
     ApiErrorBody, BackfillQueued, BackfillRequest, RepositorySettingsView, RepositoryUpdate,
     StoredSuites,
@@ -107,6 +107,7 @@ async fn settings_view(state: &AppState, repo: RepositoryRow) -> AppResult<Repos
         name: repo.name,
         credential: credential.map(|c| c.summary()),
         network: !network_off,
+        pulls: state.db.pull_settings(repo.id).await?,
     })
 }
 
@@ -138,6 +139,19 @@ pub async fn update_settings(
     ApiJson(update): ApiJson<RepositoryUpdate>,
 ) -> AppResult<Json<RepositorySettingsView>> {
     let repo = state.db.repository(&repo).await?;
+    // Checked before anything is stored, and stored after the credential was: a bad request
+    // changes nothing.
+    let pulls = match (&update.fork_authors, &update.pull_comments) {
+        (None, None) => None,
+        (authors, comments) => {
+            let current = state.db.pull_settings(repo.id).await?;
+            let wanted = PullSettings {
+                fork_authors: authors.clone().unwrap_or(current.fork_authors),
+                pull_comments: comments.clone().unwrap_or(current.pull_comments),
+            };
+            Some(wanted.validated()?)
+        }
+    };
     match (update.credential, update.clear_credential) {
         (Some(_), true) => {
             return Err(AppError::BadRequest(
@@ -185,6 +199,15 @@ pub async fn update_settings(
                 "cut for every suite"
             },
             "network setting changed"
+        );
+    }
+    if let Some(pulls) = pulls {
+        state.db.set_pull_settings(repo.id, &pulls).await?;
+        tracing::info!(
+            repo = repo.name,
+            fork_authors = pulls.fork_authors,
+            pull_comments = pulls.pull_comments,
+            "pull request settings set"
         );
     }
     Ok(Json(settings_view(&state, repo).await?))

@@ -1,4 +1,4 @@
-//! Push webhooks: `POST /webhooks/{github,gitlab,gitea}`.
+//! Push and pull request webhooks: `POST /webhooks/{github,gitlab,gitea}`.
 //!
 //! A delivery is checked in this order, and every one is recorded with its outcome: the
 //! repository (named by `?repo=NAME`, or matched by the payload's remote), its signature
@@ -13,6 +13,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use kymo_core::db::{NewDelivery, RepositoryRow, WebhookDeliveryRow};
+use kymo_core::pull_request::{PullRequestEvent, parse_pull_request};
 use kymo_core::webhook::{
     Event, Provider, parse_push, parse_remote, verify_hmac_sha256, verify_token,
 };
@@ -47,8 +48,8 @@ pub struct DeliveryOutcome {
 #[utoipa::path(post, path = "/webhooks/{provider}", tag = "webhooks",
     params(("provider" = String, Path, description = "github, gitlab or gitea (Gitea and Forgejo)"),
         ("repo" = Option<String>, Query, description = "The tracked repository; without it the payload's repository must match exactly one")),
-    request_body(content = String, description = "The provider's push (or ping) payload, signed with the repository's webhook secret", content_type = "application/json"),
-    responses((status = 202, description = "A push to the tracked branch: its new commits were queued", body = DeliveryOutcome),
+    request_body(content = String, description = "The provider's push, pull or merge request (or ping) payload, signed with the repository's webhook secret", content_type = "application/json"),
+    responses((status = 202, description = "A push to the tracked branch (its new commits were queued), or a pull request opened, updated or closed (its comparison queued, or its waiting jobs cancelled)", body = DeliveryOutcome),
         (status = 200, description = "A ping, an ignored event or branch, or a duplicate delivery", body = DeliveryOutcome),
         (status = 401, description = "Missing or wrong signature", body = ApiErrorBody),
         (status = 404, description = "Unknown provider or repository", body = ApiErrorBody),
@@ -225,14 +226,38 @@ async fn receive(
         );
         return Err(AppError::WebhookUnauthorized(reason));
     }
-    let (outcome, status, detail, before) = match event {
-        Event::Ping => ("processed", StatusCode::OK, "ping".to_owned(), None),
+    let (outcome, status, detail, work) = match event {
+        Event::Ping => ("processed", StatusCode::OK, "ping".to_owned(), Work::None),
         Event::Other(other) => (
             "ignored",
             StatusCode::OK,
             format!("{other} events are not used"),
-            None,
+            Work::None,
         ),
+        Event::PullRequest => match parse_pull_request(provider, body) {
+            Err(err) => {
+                let err = AppError::BadRequest(err.to_string());
+                log("rejected", err.status(), &err.to_string(), Some(repo.id)).await?;
+                return Err(err);
+            }
+            Ok(pull) => match crate::pulls::refusal(state, &repo, &pull).await? {
+                Some(reason) => {
+                    tracing::info!(
+                        repo = repo.name,
+                        number = pull.number,
+                        reason,
+                        "pull request not measured"
+                    );
+                    ("ignored", StatusCode::OK, reason, Work::None)
+                }
+                None => (
+                    "processed",
+                    StatusCode::ACCEPTED,
+                    String::new(),
+                    Work::Pull(pull),
+                ),
+            },
+        },
         Event::Push => match parse_push(provider, body) {
             Err(err) => {
                 let err = AppError::BadRequest(err.to_string());
@@ -247,19 +272,19 @@ async fn receive(
                     push.branch.as_deref().unwrap_or("a tag or other ref"),
                     repo.branch
                 ),
-                None,
+                Work::None,
             ),
             Ok(push) if push.after.is_none() => (
                 "ignored",
                 StatusCode::OK,
                 "the tracked branch was deleted".to_owned(),
-                None,
+                Work::None,
             ),
             Ok(push) => (
                 "processed",
                 StatusCode::ACCEPTED,
                 String::new(),
-                Some(push.before),
+                Work::Push(push.before),
             ),
         },
     };
@@ -270,20 +295,25 @@ async fn receive(
         Err(kymo_core::db::DbError::Conflict(_)) => return Ok(duplicate(delivery)),
         Err(other) => return Err(other.into()),
     };
-    let Some(before) = before else {
-        return Ok((
-            status,
-            Json(DeliveryOutcome {
-                delivery,
-                outcome,
-                detail,
-                jobs: Vec::new(),
-            }),
-        ));
+    let processed = match work {
+        Work::None => {
+            return Ok((
+                status,
+                Json(DeliveryOutcome {
+                    delivery,
+                    outcome,
+                    detail,
+                    jobs: Vec::new(),
+                }),
+            ));
+        }
+        Work::Push(before) => process_push(state, &repo, before.as_ref())
+            .await
+            .map(|pushed| (pushed.summary(), pushed.jobs)),
+        Work::Pull(pull) => crate::pulls::process(state, &repo, provider, &pull).await,
     };
-    match process_push(state, &repo, before.as_ref()).await {
-        Ok(pushed) => {
-            let detail = pushed.summary();
+    match processed {
+        Ok((detail, jobs)) => {
             state
                 .db
                 .finish_delivery(id, "processed", i64::from(status.as_u16()), &detail)
@@ -294,7 +324,7 @@ async fn receive(
                     delivery,
                     outcome: "processed",
                     detail,
-                    jobs: pushed.jobs,
+                    jobs,
                 }),
             ))
         }
@@ -308,6 +338,15 @@ async fn receive(
             Err(err)
         }
     }
+}
+
+/// What an accepted delivery asks kymo to do.
+enum Work {
+    None,
+    /// A push to the tracked branch, with the head before it.
+    Push(Option<kymo_core::model::CommitSha>),
+    /// A pull request opened, updated or closed.
+    Pull(PullRequestEvent),
 }
 
 fn duplicate(delivery: String) -> (StatusCode, Json<DeliveryOutcome>) {

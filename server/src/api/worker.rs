@@ -95,11 +95,40 @@ pub async fn complete(
     ensure_lease_holder(&state, id, &token).await?;
     let now = state.now();
     let lease = completion.lease_id.as_str();
-    match &completion.outcome {
-        JobOutcome::Failed {
-            error,
-            log_tail: tail,
-        } => {
+    let comparison = state.db.job_comparison(id).await?;
+    match (&completion.outcome, &comparison) {
+        (JobOutcome::Compared { .. }, None) | (JobOutcome::Succeeded { .. }, Some(_)) => {
+            let error = "the results do not fit the job: a comparison job answers with its rounds, \
+                         any other job with its suites";
+            state.db.fail_job(id, lease, error, "", now).await?;
+            Err(DbError::Invalid(error.into()).into())
+        }
+        (JobOutcome::Compared { rounds, log }, Some(comparison)) => {
+            if let Err(reason) = crate::interleaved::validate_rounds(rounds, comparison.rounds) {
+                let error = format!("the results were refused: {reason}");
+                let error = log_tail(&error, MAX_ERROR_BYTES);
+                state.db.fail_job(id, lease, error, "", now).await?;
+                return Err(DbError::Invalid(reason).into());
+            }
+            let results =
+                serde_json::to_string(rounds).map_err(|e| AppError::Internal(e.into()))?;
+            let log = log_tail(log, MAX_LOG_BYTES);
+            let comparison = (state.db)
+                .complete_comparison_job(id, lease, &results, log, now)
+                .await?;
+            tracing::info!(job = id, comparison, "comparison measured");
+            state.db.pull_feedback_due(comparison, now).await?;
+            Ok(Json(
+                json!({ "state": "succeeded", "comparison": comparison }),
+            ))
+        }
+        (
+            JobOutcome::Failed {
+                error,
+                log_tail: tail,
+            },
+            _,
+        ) => {
             let (error, tail) = (
                 log_tail(error, MAX_ERROR_BYTES),
                 log_tail(tail, MAX_LOG_BYTES),
@@ -107,15 +136,27 @@ pub async fn complete(
             let target = state.db.job_target(id).await?;
             state.db.fail_job(id, lease, error, tail, now).await?;
             tracing::warn!(job = id, error, "job failed");
-            crate::analysis::follow_up(&state, target.repository_id, &[]).await?;
-            crate::alerts::commit_status_changed(&state, target.commit_id).await?;
+            match &comparison {
+                Some(comparison) => {
+                    (state.db)
+                        .pull_feedback_due(comparison.comparison_id, now)
+                        .await?;
+                }
+                None => {
+                    crate::analysis::follow_up(&state, target.repository_id, &[]).await?;
+                    crate::alerts::commit_status_changed(&state, target.commit_id).await?;
+                }
+            }
             Ok(Json(json!({ "state": "failed" })))
         }
-        JobOutcome::Succeeded {
-            suites,
-            log,
-            config,
-        } => {
+        (
+            JobOutcome::Succeeded {
+                suites,
+                log,
+                config,
+            },
+            None,
+        ) => {
             let target = state.db.job_target(id).await?;
             let record = RunRecord {
                 repository_id: target.repository_id,

@@ -43,14 +43,14 @@ pub enum StatusCommand {
     /// Post REPO's commit statuses to GitHub (or GitHub Enterprise) or Gitea (or Forgejo).
     Set {
         repo: String,
-        /// github or gitea.
+        /// github, gitea (also Forgejo) or gitlab.
         #[arg(long)]
         kind: String,
-        /// The forge's API root [default for github: https://api.github.com; required for
-        /// gitea, e.g. https://gitea.example/api/v1].
+        /// The forge's API root [default for github: https://api.github.com, for gitlab:
+        /// https://gitlab.com/api/v4; required for gitea, e.g. https://gitea.example/api/v1].
         #[arg(long)]
         api_url: Option<String>,
-        /// The repository on the forge, as owner/name.
+        /// The repository on the forge, as owner/name (GitLab: group/.../project).
         #[arg(long)]
         slug: String,
         /// The forge's API token allowed to write commit statuses (kymo's own token is

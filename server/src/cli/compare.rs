@@ -59,7 +59,7 @@ fn shown_by_default(kind: &str) -> bool {
     matches!(kind, "regression" | "improvement" | "inconclusive")
 }
 
-fn print_table(report: &Value, all: bool, colour: bool) {
+pub(super) fn print_table(report: &Value, all: bool, colour: bool) {
     let paint = |text: String, verdict: &str| match (colour, verdict) {
         (true, "regression") => format!("\x1b[31m{text}\x1b[0m"),
         (true, "improvement") => format!("\x1b[32m{text}\x1b[0m"),

@@ -22,6 +22,7 @@ mod listing;
 mod progress;
 mod repos;
 mod tokens;
+mod try_run;
 
 pub use tokens::TokenCommand;
 
@@ -79,6 +80,9 @@ pub enum Command {
     },
     /// Compare two commits; exits with status 1 when the head regressed (a CI gate).
     Compare(compare::CompareArgs),
+    /// Measure REF against its merge base with the tracked branch, interleaved on one
+    /// machine; exits 1 when something regressed, 0 when not, 2 when the run failed.
+    Try(try_run::TryArgs),
     /// Exit 0 when the server answers its health check (for container health checks).
     Health {
         #[command(flatten)]
@@ -312,6 +316,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Compare(args) => compare::run(args).await,
+        Command::Try(args) => try_run::run(args).await,
         Command::Alert(command) => alerts::alert(command).await,
         Command::Status(command) => alerts::status(command).await,
         Command::Kernels { args } => {
@@ -323,6 +328,27 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Token(command) => tokens::run(command).await,
     }
 }
+
+/// An error that asks for a particular exit status (`kymo try`'s 1 and 2), with its message.
+#[derive(Debug)]
+pub struct ExitWith {
+    pub code: u8,
+    pub message: String,
+}
+
+impl ExitWith {
+    pub fn new(code: u8, message: String) -> Self {
+        Self { code, message }
+    }
+}
+
+impl std::fmt::Display for ExitWith {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExitWith {}
 
 pub(crate) fn client(server: &ServerArg) -> ServerClient {
     ServerClient::new(&server.server, tokens::token_for(server))

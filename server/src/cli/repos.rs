@@ -65,6 +65,14 @@ pub enum RepoCommand {
         /// `on`: each suite decides (`network` in kymo.toml).
         #[arg(long, value_enum, value_name = "on|off")]
         network: Option<NetworkSetting>,
+        /// Forge logins whose pull requests from forks are measured, comma-separated (''
+        /// for none): their code runs on the benchmark machines.
+        #[arg(long, value_name = "LOGINS")]
+        fork_authors: Option<String>,
+        /// Comment on every measured pull request (always), or only where something
+        /// changed (changes).
+        #[arg(long, value_name = "always|changes")]
+        pull_comments: Option<String>,
         #[command(flatten)]
         server: ServerArg,
     },
@@ -161,15 +169,22 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             network,
             credentials,
             clear_credentials,
+            fork_authors,
+            pull_comments,
             server,
         } => {
             let update = RepositoryUpdate {
                 credential: credentials.credential()?,
                 clear_credential: clear_credentials,
                 network: network.map(NetworkSetting::allowed),
+                fork_authors,
+                pull_comments,
             };
-            let changes_settings =
-                update.credential.is_some() || update.clear_credential || update.network.is_some();
+            let changes_settings = update.credential.is_some()
+                || update.clear_credential
+                || update.network.is_some()
+                || update.fork_authors.is_some()
+                || update.pull_comments.is_some();
             let changes_suites = suites.is_some() || no_suites;
             let path = format!("/repos/{name}/suites");
             if let Some(file) = suites {
@@ -266,10 +281,15 @@ async fn show_settings(
     } else {
         "off for every suite, whatever kymo.toml says"
     };
+    let forks = match view.pulls.fork_authors.as_str() {
+        "" => "nobody".to_owned(),
+        authors => authors.to_owned(),
+    };
     println!(
-        "{} ({})\ncredential: {credential}\nnetwork: {network}",
+        "{} ({})\ncredential: {credential}\nnetwork: {network}\npull requests from forks run for: {forks}\npull request comments: {}",
         view.name,
-        redact_secrets(&view.url)
+        redact_secrets(&view.url),
+        view.pulls.pull_comments
     );
     Ok(())
 }

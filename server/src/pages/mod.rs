@@ -5,6 +5,7 @@ mod access;
 mod alerts;
 mod atom;
 mod benchmark;
+mod comparisons;
 mod continuous;
 mod embed;
 pub(crate) mod format;
@@ -49,6 +50,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/repos/{repo}/benchmarks/{*name}",
             get(benchmark::benchmark),
+        )
+        .route(
+            "/repos/{repo}/comparisons/{id}",
+            get(comparisons::comparison),
         )
         .route("/repos/{repo}/regressions", get(verdicts::regressions))
         .route("/repos/{repo}/regressions/{id}", get(verdicts::regression))

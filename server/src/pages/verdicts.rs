@@ -237,18 +237,19 @@ pub async fn triage(
     Ok(Redirect::to(&format!("/repos/{repo}/regressions/{id}")))
 }
 
-struct CompareRowView {
-    benchmark: String,
-    metric: String,
-    machine: String,
-    base: String,
-    head: String,
-    change: String,
-    change_value: f64,
-    interval: String,
-    verdict: &'static str,
+/// One row of a compare table (`compare_table.html`).
+pub(super) struct CompareRowView {
+    pub(super) benchmark: String,
+    pub(super) metric: String,
+    pub(super) machine: String,
+    pub(super) base: String,
+    pub(super) head: String,
+    pub(super) change: String,
+    pub(super) change_value: f64,
+    pub(super) interval: String,
+    pub(super) verdict: &'static str,
     /// Why the verdict rests on little (a short history, none yet); empty otherwise.
-    note: String,
+    pub(super) note: String,
 }
 
 #[derive(Template)]
@@ -308,6 +309,40 @@ fn compare_page(
     sort: String,
 ) -> ComparePage {
     let total = report.rows.len();
+    let rows = compare_rows(&report, significant, &sort);
+    ComparePage {
+        repo,
+        base: report.base.clone(),
+        head: report.head.clone(),
+        baseline: report.baseline.clone(),
+        rows,
+        total,
+        regressed: report.regressed,
+        improved: report.improved,
+        unchanged: report.unchanged,
+        inconclusive: report.inconclusive,
+        geomean: geomean(&report),
+        significant,
+        sort,
+        spec,
+    }
+}
+
+/// The geometric mean of a report's ratios as a signed percentage, or a dash.
+pub(super) fn geomean(report: &CompareReport) -> String {
+    report
+        .geomean_ratio
+        .map(|g| format!("{:+.2} %", (g - 1.0) * 100.0))
+        .unwrap_or_else(|| "–".into())
+}
+
+/// A report's rows for the compare table (only the changes when `significant`), sorted by
+/// `sort`: change (the largest first), benchmark or verdict.
+pub(super) fn compare_rows(
+    report: &CompareReport,
+    significant: bool,
+    sort: &str,
+) -> Vec<CompareRowView> {
     let mut rows: Vec<CompareRowView> = report
         .rows
         .iter()
@@ -328,7 +363,7 @@ fn compare_page(
             }
         })
         .collect();
-    match sort.as_str() {
+    match sort {
         "benchmark" => {
             rows.sort_by(|a, b| a.benchmark.cmp(&b.benchmark).then(a.metric.cmp(&b.metric)))
         }
@@ -339,23 +374,5 @@ fn compare_page(
         }),
         _ => rows.sort_by(|a, b| b.change_value.abs().total_cmp(&a.change_value.abs())),
     }
-    ComparePage {
-        repo,
-        base: report.base.clone(),
-        head: report.head.clone(),
-        baseline: report.baseline.clone(),
-        rows,
-        total,
-        regressed: report.regressed,
-        improved: report.improved,
-        unchanged: report.unchanged,
-        inconclusive: report.inconclusive,
-        geomean: report
-            .geomean_ratio
-            .map(|g| format!("{:+.2} %", (g - 1.0) * 100.0))
-            .unwrap_or_else(|| "–".into()),
-        significant,
-        sort,
-        spec,
-    }
+    rows
 }

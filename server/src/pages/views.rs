@@ -90,6 +90,9 @@ struct RepoPage {
     stored_suites: bool,
     /// The logged-in admin's anti-forgery token, for the backfill form.
     csrf: Option<String>,
+    /// Open pull requests and the latest comparisons (try runs and pull requests).
+    pulls: Vec<super::comparisons::PullItem>,
+    comparisons: Vec<super::comparisons::ComparisonItem>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,7 +147,10 @@ pub async fn repository(
     let summary = (all.into_iter().skip(summary_from).take(SUMMARY_PAGE))
         .map(SeriesSummaryView::with_sparkline)
         .collect();
+    let (pulls, comparisons) = super::comparisons::listed(&state, repo.id).await?;
     let page = RepoPage {
+        pulls,
+        comparisons,
         open_count: open.len(),
         open_regressions: open
             .iter()

@@ -93,7 +93,8 @@ async fn commit_statuses_follow_the_jobs_to_github_then_gitea() {
     };
     let token = "ghp_secret0123456789";
     for bad in [
-        json!({ "kind": "gitlab", "slug": "ada/kymo", "token": token }),
+        json!({ "kind": "bitbucket", "slug": "ada/kymo", "token": token }),
+        json!({ "kind": "gitlab", "slug": "ada/../kymo", "token": token }),
         json!({ "kind": "github", "slug": "ada", "token": token }),
         json!({ "kind": "github", "slug": "ada/../x", "token": token }),
         json!({ "kind": "github", "slug": "ada/kymo", "token": "two words" }),

@@ -1,5 +1,6 @@
 //! A tiny HTTP/1.1 server on loopback that records every request and answers with scripted
-//! status codes: it stands in for Slack, Discord, a JSON webhook and the statuses APIs.
+//! status codes: it stands in for Slack, Discord, a JSON webhook, and the statuses and comments
+//! APIs of forges.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -90,13 +91,18 @@ fn serve_one(stream: TcpStream, status: u16, log: &Mutex<Vec<Received>>) -> Opti
         .unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
-    log.lock().unwrap().push(Received {
-        method,
-        path,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
-    let answer = format!("{{\"status\":{status}}}");
+    let id = {
+        let mut log = log.lock().unwrap();
+        log.push(Received {
+            method,
+            path,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        log.len()
+    };
+    // `id` is what a forge answers a created comment with: the request's number here.
+    let answer = format!("{{\"status\":{status},\"id\":{id}}}");
     let response = format!(
         "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
         answer.len()

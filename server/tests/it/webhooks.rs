@@ -55,7 +55,7 @@ fn github_push(branch: &str, before: &str, after: &str, clone_url: &str) -> Vec<
     .unwrap()
 }
 
-fn git(dir: &Path, args: &[&str]) {
+pub fn git(dir: &Path, args: &[&str]) {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)

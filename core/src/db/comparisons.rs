@@ -1,0 +1,278 @@
+//! Comparison runs: a head (a try run's ref, a pull request's head) measured against its
+//! merge base, interleaved on one machine by one job. Their results live in `comparisons`,
+//! never in `runs`/`measurements`, so no series of the tracked branch ever sees them.
+
+use super::jobs::{JobReason, LeaseSettings, lease_lost};
+use super::{Db, DbError};
+
+/// Fewest and most rounds of base/head a comparison may ask for.
+pub const COMPARISON_ROUNDS: std::ops::RangeInclusive<i64> = 1..=20;
+
+/// Rounds when nobody says: three alternations are enough for drift to fall on both sides,
+/// and give the verdict three runs of each side to measure run-to-run noise with.
+pub const DEFAULT_ROUNDS: i64 = 3;
+
+/// Where a comparison came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComparisonOrigin {
+    /// `kymo try`.
+    Try,
+    /// A forge's pull or merge request.
+    Pull,
+}
+
+impl ComparisonOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ComparisonOrigin::Try => "try",
+            ComparisonOrigin::Pull => "pull",
+        }
+    }
+
+    fn job_reason(self) -> JobReason {
+        match self {
+            ComparisonOrigin::Try => JobReason::Try,
+            ComparisonOrigin::Pull => JobReason::Pull,
+        }
+    }
+}
+
+/// A comparison to queue.
+#[derive(Debug, Clone)]
+pub struct NewComparison<'a> {
+    pub repository_id: i64,
+    pub origin: ComparisonOrigin,
+    pub label: &'a str,
+    pub base_id: i64,
+    pub head_id: i64,
+    /// How the base was chosen, for the reader: `merge-base of main`, `--base v1.2`.
+    pub baseline: &'a str,
+    pub rounds: i64,
+    /// `refs/pull/N/head` (or GitLab's `refs/merge-requests/N/head`) for a head from a fork.
+    pub head_ref: Option<&'a str>,
+}
+
+/// A comparison as the API and pages show it; its state is its latest job's.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ComparisonRow {
+    pub id: i64,
+    pub repository: String,
+    /// `try` or `pull`.
+    pub origin: String,
+    pub label: String,
+    pub base: String,
+    pub head: String,
+    pub baseline: String,
+    pub rounds: i64,
+    /// queued, running, succeeded, failed or cancelled.
+    pub state: String,
+    /// What the running job is doing, as its worker last said.
+    pub phase: Option<String>,
+    pub error: Option<String>,
+    /// The fingerprint of the machine that measured both sides.
+    pub machine: Option<String>,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+/// What a worker needs beyond the head commit to run a comparison job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComparisonJob {
+    pub comparison_id: i64,
+    pub base_sha: String,
+    pub rounds: i64,
+}
+
+impl Db {
+    /// Stores a comparison and queues its one job (on whichever machine of the repository's
+    /// labels asks first); returns the comparison's and the job's ids.
+    pub async fn create_comparison(
+        &self,
+        new: &NewComparison<'_>,
+        settings: LeaseSettings,
+        now: i64,
+    ) -> Result<(i64, i64), DbError> {
+        let mut tx = self.begin_write().await?;
+        let ids = insert_comparison(&mut tx, new, None, settings, now).await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
+
+    /// One comparison of a repository.
+    pub async fn comparison(&self, repository_id: i64, id: i64) -> Result<ComparisonRow, DbError> {
+        self.comparison_rows(repository_id, Some(id), 1)
+            .await?
+            .pop()
+            .ok_or_else(|| DbError::NotFound(format!("comparison {id}")))
+    }
+
+    /// A repository's latest comparisons, newest first.
+    pub async fn comparisons(
+        &self,
+        repository_id: i64,
+        limit: i64,
+    ) -> Result<Vec<ComparisonRow>, DbError> {
+        self.comparison_rows(repository_id, None, limit).await
+    }
+
+    async fn comparison_rows(
+        &self,
+        repository_id: i64,
+        id: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<ComparisonRow>, DbError> {
+        Ok(sqlx::query_as!(
+            ComparisonRow,
+            r#"SELECT k.id, r.name AS repository, k.origin, k.label, b.sha AS base, h.sha AS head,
+                      k.baseline, k.rounds, coalesce(j.state, 'cancelled') AS "state!: String",
+                      j.phase, j.error, m.fingerprint AS "machine?", k.created_at, k.finished_at
+               FROM comparisons k JOIN repositories r ON r.id = k.repository_id
+                    JOIN commits b ON b.id = k.base_id JOIN commits h ON h.id = k.head_id
+                    LEFT JOIN jobs j ON j.id = (SELECT max(id) FROM jobs WHERE comparison_id = k.id)
+                    LEFT JOIN machines m ON m.id = coalesce(k.machine_id, j.machine_id)
+               WHERE k.repository_id = ?1 AND (?2 IS NULL OR k.id = ?2)
+               ORDER BY k.id DESC LIMIT ?3"#,
+            repository_id,
+            id,
+            limit
+        )
+        .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// The measured rounds of a comparison (JSON, as its worker sent them), once it has them.
+    pub async fn comparison_results(&self, id: i64) -> Result<Option<String>, DbError> {
+        Ok(
+            sqlx::query_scalar!("SELECT results FROM comparisons WHERE id = ?", id)
+                .fetch_optional(&self.reader)
+                .await?
+                .flatten(),
+        )
+    }
+
+    /// The comparison a job measures, if it measures one.
+    pub async fn job_comparison(&self, job_id: i64) -> Result<Option<ComparisonJob>, DbError> {
+        Ok(sqlx::query_as!(
+            ComparisonJob,
+            r#"SELECT k.id AS comparison_id, b.sha AS base_sha, k.rounds
+               FROM jobs j JOIN comparisons k ON k.id = j.comparison_id
+                           JOIN commits b ON b.id = k.base_id
+               WHERE j.id = ?"#,
+            job_id
+        )
+        .fetch_optional(&self.reader)
+        .await?)
+    }
+
+    /// Completes a comparison job with its rounds (`results`, JSON the caller validated).
+    /// Refused when the lease is no longer the caller's.
+    pub async fn complete_comparison_job(
+        &self,
+        job_id: i64,
+        lease_id: &str,
+        results: &str,
+        log: &str,
+        now: i64,
+    ) -> Result<i64, DbError> {
+        let mut tx = self.begin_write().await?;
+        let job = sqlx::query!(
+            r#"UPDATE jobs SET state = 'succeeded', finished_at = ?, lease_id = NULL,
+                               lease_expires_at = NULL
+               WHERE id = ? AND state = 'running' AND lease_id = ? AND comparison_id IS NOT NULL
+               RETURNING comparison_id AS "comparison_id!", machine_id"#,
+            now,
+            job_id,
+            lease_id
+        )
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| lease_lost(job_id))?;
+        sqlx::query!(
+            "UPDATE comparisons SET results = ?, log = ?, machine_id = ?, finished_at = ? WHERE id = ?",
+            results,
+            log,
+            job.machine_id,
+            now,
+            job.comparison_id
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(job.comparison_id)
+    }
+}
+
+/// Inserts a comparison (of `pull_request_id`, when it measures one) and its job.
+pub(super) async fn insert_comparison(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    new: &NewComparison<'_>,
+    pull_request_id: Option<i64>,
+    settings: LeaseSettings,
+    now: i64,
+) -> Result<(i64, i64), DbError> {
+    if !COMPARISON_ROUNDS.contains(&new.rounds) {
+        return Err(DbError::Invalid(format!(
+            "{} rounds: use {} to {}",
+            new.rounds,
+            COMPARISON_ROUNDS.start(),
+            COMPARISON_ROUNDS.end()
+        )));
+    }
+    let origin = new.origin.as_str();
+    let id = sqlx::query_scalar!(
+        r#"INSERT INTO comparisons (repository_id, origin, label, base_id, head_id, baseline,
+                                    rounds, created_at, pull_request_id, head_ref)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
+        new.repository_id,
+        origin,
+        new.label,
+        new.base_id,
+        new.head_id,
+        new.baseline,
+        new.rounds,
+        now,
+        pull_request_id,
+        new.head_ref
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    let job = queue_comparison_job(
+        tx,
+        new.repository_id,
+        new.head_id,
+        id,
+        new.origin.job_reason(),
+        settings,
+        now,
+    )
+    .await?;
+    Ok((id, job))
+}
+
+/// Inserts the job of a comparison: never merged with another job of its head commit, which
+/// measures something else (the commit for history, or another comparison).
+pub(super) async fn queue_comparison_job(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    repository_id: i64,
+    head_id: i64,
+    comparison_id: i64,
+    reason: JobReason,
+    settings: LeaseSettings,
+    now: i64,
+) -> Result<i64, DbError> {
+    let (reason_name, priority) = (reason.as_str(), reason.priority());
+    Ok(sqlx::query_scalar!(
+        r#"INSERT INTO jobs (repository_id, commit_id, machine_id, state, priority, reason,
+                             max_attempts, created_at, comparison_id)
+           VALUES (?, ?, NULL, 'queued', ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
+        repository_id,
+        head_id,
+        priority,
+        reason_name,
+        settings.max_attempts,
+        now,
+        comparison_id
+    )
+    .fetch_one(&mut **tx)
+    .await?)
+}

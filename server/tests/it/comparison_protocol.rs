@@ -1,0 +1,128 @@
+//! The worker protocol of comparison jobs, spoken by hand: a completion that does not fit its
+//! job (suites for a comparison, rounds for a commit, too few rounds) is refused whole and
+//! fails the job with the reason; a retried comparison job is a comparison job again.
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::api::{TestApp, specs};
+use crate::support::TestRepo;
+
+async fn claim(app: &TestApp, token: &str) -> Value {
+    let claim = json!({ "specs": specs(), "environment": environment() });
+    let (status, answer) = (app)
+        .request(
+            "POST",
+            "/api/v1/worker/claim",
+            Body::from(claim.to_string()),
+            Some(token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer["job"].clone()
+}
+
+fn environment() -> Value {
+    json!({ "kernel": "6.1", "toolchain": "rustc", "governor": "performance", "hostname": "h" })
+}
+
+async fn complete(app: &TestApp, token: &str, job: &Value, outcome: Value) -> (StatusCode, Value) {
+    let done =
+        json!({ "lease_id": job["lease_id"], "environment": environment(), "outcome": outcome });
+    let path = format!("/api/v1/worker/jobs/{}/complete", job["id"]);
+    app.request("POST", &path, Body::from(done.to_string()), Some(token))
+        .await
+}
+
+fn suites() -> Value {
+    json!([{ "suite": "s", "results": { "benchmarks": [{ "name": "parse", "metrics": [
+        { "name": "time", "unit": "ns", "direction": "lower", "value": 100.0 }] }] } }])
+}
+
+#[tokio::test]
+async fn completions_that_do_not_fit_a_comparison_job_are_refused_and_fail_it() {
+    let app = TestApp::new().await;
+    let repo = TestRepo::new();
+    let base = repo.commit(&[("file", "0")], "first");
+    let head = repo.commit(&[("file", "1")], "second");
+    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
+    assert_eq!(
+        app.post("/api/v1/repos", &body).await.0,
+        StatusCode::CREATED
+    );
+    let token = (app.state.db)
+        .create_token("w", kymo_core::db::TokenScope::Worker, 0)
+        .await
+        .unwrap();
+
+    let (status, queued) = app
+        .post(
+            "/api/v1/repos/r/try",
+            &json!({ "commit": head, "base": base }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    for bad in [
+        json!({ "commit": head, "rounds": 0 }),
+        json!({ "commit": head, "rounds": 99 }),
+        json!({ "commit": "-x" }),
+        json!({ "commit": head, "extra": 1 }),
+    ] {
+        let (status, answer) = app.post("/api/v1/repos/r/try", &bad).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {answer}");
+    }
+
+    // The claimed job names its base and rounds; suites instead of rounds are refused.
+    let job = claim(&app, &token).await;
+    assert_eq!(job["commit"], head.as_str());
+    assert_eq!(job["comparison"]["base"], base.as_str());
+    assert_eq!(job["comparison"]["rounds"], 3);
+    let succeeded = json!({ "status": "succeeded", "suites": suites(), "log": "" });
+    let (status, answer) = complete(&app, &token, &job, succeeded).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    let (_, row) = app.get(&format!("/api/v1/jobs/{}", job["id"])).await;
+    assert_eq!(row["state"], "failed");
+    assert!(
+        row["error"].as_str().unwrap().contains("comparison job"),
+        "{row}"
+    );
+
+    // Retried, it is a comparison job again; two rounds where three were asked are refused.
+    let (status, retried) = app
+        .post(&format!("/api/v1/jobs/{}/retry", job["id"]), &json!({}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{retried}");
+    let job = claim(&app, &token).await;
+    assert_eq!(job["comparison"]["rounds"], 3, "{job}");
+    let round = json!({ "base": suites(), "head": suites() });
+    let short = json!({ "status": "compared", "rounds": [round, round], "log": "" });
+    let (status, answer) = complete(&app, &token, &job, short).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("2 rounds were sent"),
+        "{answer}"
+    );
+
+    // Rounds for a job that measures one commit are refused too.
+    let (status, _) = app
+        .post("/api/v1/repos/r/runs", &json!({ "commit": head }))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let job = claim(&app, &token).await;
+    assert!(job["comparison"].is_null(), "{job}");
+    let rounds = json!({ "status": "compared", "rounds": [round, round, round], "log": "" });
+    let (status, _) = complete(&app, &token, &job, rounds).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // Nothing of it reached the comparison or the branch's series.
+    let id = queued["comparison"].as_i64().unwrap();
+    let (_, view) = app.get(&format!("/api/v1/repos/r/comparisons/{id}")).await;
+    assert_eq!(view["rounds_run"], 0, "{view}");
+    assert!(view["report"].is_null());
+    let (_, series) = app.get("/api/v1/repos/r/series?benchmark=parse").await;
+    assert!(series.as_array().unwrap().is_empty(), "{series}");
+}

@@ -1,0 +1,99 @@
+//! A comparison job: the base and the head checked out side by side, each built once, then
+//! measured alternately (base, head, base, head, ...) so that drift and background load over
+//! the job fall on both sides alike.
+
+use kymo_core::protocol::{ClaimedJob, ComparedRound, ComparisonSpec, JobOutcome, log_tail};
+
+use super::{JobControl, MAX_LOG, Worker};
+use crate::mirror::{Mirror, mirror_dir_name};
+use crate::suite::{SuiteFailure, build_suite, measure_suite};
+
+/// Most rounds a worker runs, whatever the server asks: the server allows no more either.
+const MAX_ROUNDS: u32 = 20;
+
+impl Worker {
+    pub(super) fn run_comparison(
+        &self,
+        job: &ClaimedJob,
+        spec: &ComparisonSpec,
+        mirror: &Mirror,
+        control: &JobControl,
+    ) -> anyhow::Result<JobOutcome> {
+        let rounds = spec.rounds.clamp(1, MAX_ROUNDS);
+        let dir_name = mirror_dir_name(&job.repository)?;
+        let mut sides = Vec::with_capacity(2);
+        for (sha, side) in [(spec.base.as_str(), "base"), (job.commit.as_str(), "head")] {
+            match self.check_out(job, mirror, sha, &format!("{dir_name}@{side}"), control)? {
+                Ok(checked_out) => sides.push((side, checked_out)),
+                Err(JobOutcome::Failed { error, log_tail }) => {
+                    return Ok(failed(side, SuiteFailure { error, log_tail }));
+                }
+                Err(other) => return Ok(other),
+            }
+        }
+        let mut log = String::new();
+        for (side, checked_out) in &sides {
+            for suite in &checked_out.config.suites {
+                let progress = |what: String| control.phase(&format!("{side}: {what}"));
+                let ctx = self.suite_context(checked_out, control, &progress);
+                if let Err(failure) = build_suite(&ctx, suite, &mut log) {
+                    return Ok(failed(side, failure));
+                }
+            }
+        }
+        let mut measured = Vec::with_capacity(rounds as usize);
+        for round in 1..=rounds {
+            let mut both = Vec::with_capacity(2);
+            for (side, checked_out) in &sides {
+                let mut uploads = Vec::with_capacity(checked_out.config.suites.len());
+                for suite in &checked_out.config.suites {
+                    let progress = |what: String| {
+                        control.phase(&format!("round {round} of {rounds}, {side}: {what}"))
+                    };
+                    let ctx = self.suite_context(checked_out, control, &progress);
+                    match measure_suite(&ctx, suite, &mut log) {
+                        Ok(upload) => uploads.push(upload),
+                        Err(failure) => return Ok(failed(side, failure)),
+                    }
+                }
+                both.push(uploads);
+            }
+            let head = both.pop().unwrap_or_default();
+            let base = both.pop().unwrap_or_default();
+            measured.push(ComparedRound { base, head });
+        }
+        Ok(JobOutcome::Compared {
+            rounds: measured,
+            log: log_tail(&log, MAX_LOG).to_owned(),
+        })
+    }
+}
+
+/// A suite of one side failed: the whole comparison fails, saying which side.
+fn failed(side: &str, SuiteFailure { error, log_tail }: SuiteFailure) -> JobOutcome {
+    JobOutcome::Failed {
+        error: format!("{side}: {error}"),
+        log_tail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_names_the_side_it_happened_on() {
+        let outcome = failed(
+            "head",
+            SuiteFailure {
+                error: "suite \"demo\": the run command exited with status 1".into(),
+                log_tail: "boom".into(),
+            },
+        );
+        let JobOutcome::Failed { error, log_tail } = outcome else {
+            panic!("not a failure");
+        };
+        assert!(error.starts_with("head: suite"), "{error}");
+        assert_eq!(log_tail, "boom");
+    }
+}
