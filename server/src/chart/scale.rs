@@ -73,10 +73,15 @@ impl AxisFormat {
 
     pub(super) fn format(self, value: f64) -> String {
         let decimals = self.decimals;
-        if self.scientific {
+        let text = if self.scientific {
             format!("{value:.decimals$e}")
         } else {
             format!("{value:.decimals$}")
+        };
+        // A tick a hair below zero rounds to "-0.0", which reads as a different number.
+        match text.strip_prefix('-') {
+            Some(unsigned) if unsigned.chars().all(|c| matches!(c, '0' | '.')) => unsigned.to_owned(),
+            _ => text,
         }
     }
 }

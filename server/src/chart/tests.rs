@@ -512,3 +512,10 @@ fn commits_that_were_not_measured_leave_a_faint_gap_in_the_line() {
     let contiguous = render(&series(&[10.0, 11.0, 12.0, 11.0, 10.0]));
     assert_eq!(contiguous.matches("stroke-width=\"2\"").count(), 1);
 }
+
+#[test]
+fn an_all_zero_series_has_no_negative_zero_on_its_axis() {
+    let svg = render(&series(&[0.0, 0.0, 0.0]));
+    assert!(!svg.contains("\n-0.0\n"), "{svg}");
+    assert!(svg.contains("\n0.0\n"), "{svg}");
+}

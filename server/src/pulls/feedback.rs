@@ -389,7 +389,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("| parse | time | 100.0 ns | 130.0 ns | +30.0 % |"),
+            text.contains("| parse | time | 100 ns | 130 ns | +30.0 % |"),
             "{text}"
         );
         assert!(
