@@ -40,7 +40,13 @@ pub fn median(mut values: Vec<f64>) -> f64 {
 /// a live session's is served from the cache), so the response cache steps aside and every
 /// render does the whole work.
 pub async fn time_page(router: &Router, path: &str, renders: usize) -> (f64, usize) {
-    time_requests(router, path, renders, Some(("authorization", "Bearer kymo-bench"))).await
+    time_requests(
+        router,
+        path,
+        renders,
+        Some(("authorization", "Bearer kymo-bench")),
+    )
+    .await
 }
 
 /// Like [`time_page`] for anonymous readers: after the first, every request is served from

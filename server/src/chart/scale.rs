@@ -80,7 +80,9 @@ impl AxisFormat {
         };
         // A tick a hair below zero rounds to "-0.0", which reads as a different number.
         match text.strip_prefix('-') {
-            Some(unsigned) if unsigned.chars().all(|c| matches!(c, '0' | '.')) => unsigned.to_owned(),
+            Some(unsigned) if unsigned.chars().all(|c| matches!(c, '0' | '.')) => {
+                unsigned.to_owned()
+            }
             _ => text,
         }
     }
