@@ -144,7 +144,9 @@ fn workers_killed_at_random_points_of_fifty_jobs_lose_none_and_store_each_once()
     let shas: Vec<String> = (0..JOBS)
         .map(|i| {
             let files = [
-                ("kymo.toml", kymo_toml("sleep 0.2; sh bench.sh", "30s", 1)),
+                // Long enough that a quiet machine still gives five chances to kill: each kill
+                // holds the next one back until its job's lease expires (3 s).
+                ("kymo.toml", kymo_toml("sleep 0.6; sh bench.sh", "30s", 1)),
                 // Distinct per commit, so each result is traced to its commit, and far below
                 // any change the analysis reports, so no bisection adds jobs of its own.
                 ("bench.sh", bench_script(fault_value(i))),
@@ -182,15 +184,14 @@ fn workers_killed_at_random_points_of_fifty_jobs_lose_none_and_store_each_once()
             Instant::now() < deadline,
             "jobs did not finish after {kills} kills: {jobs:#?}"
         );
-        // Kill only while every running job has an attempt left after this one (3 claims fail
-        // a job), so that no job is killed as often as its attempts allow: the point is that a
-        // killed job is recovered. Waiting for first attempts only left too few kills when the
-        // machine was quiet (2 in one run): a killed job blocks kills until its lease expires.
-        let attempts_left = jobs
+        // Kill only while every running job is on its first attempt, so that no job is killed
+        // as often as its attempts allow (a job claimed again between this look and the kill
+        // is then on its second): the point is that a killed job is recovered.
+        let first_attempts = jobs
             .iter()
             .filter(|j| j["state"] == "running")
-            .all(|j| j["attempts"].as_i64().is_some_and(|a| a <= 2));
-        if attempts_left && random.below(2) == 0 {
+            .all(|j| j["attempts"] == 1);
+        if first_attempts && random.below(2) == 0 {
             let slot = random.below(workers.len() as u64) as usize;
             workers[slot].kill().unwrap();
             workers[slot].wait().unwrap();
