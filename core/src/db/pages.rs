@@ -277,18 +277,6 @@ impl Db {
         .await?)
     }
 
-    /// Benchmark names of a repository with how many series each has.
-    pub async fn benchmarks(&self, repository_id: i64) -> Result<Vec<(String, i64)>, DbError> {
-        let rows = sqlx::query!(
-            r#"SELECT b.name, (SELECT count(*) FROM series s WHERE s.benchmark_id = b.id) AS "series!: i64"
-               FROM benchmarks b WHERE b.repository_id = ? ORDER BY b.name"#,
-            repository_id
-        )
-        .fetch_all(&self.reader)
-        .await?;
-        Ok(rows.into_iter().map(|r| (r.name, r.series)).collect())
-    }
-
     /// The series of a repository, optionally narrowed to one benchmark, metric or machine.
     pub async fn series(
         &self,

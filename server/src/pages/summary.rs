@@ -107,7 +107,6 @@ pub fn summarize(
             }
         })
         .collect();
-    let name = |v: &SeriesSummaryView| (v.benchmark.clone(), v.metric.clone(), v.machine.clone());
     match sort {
         // Changed series first, biggest change first; then those measured once; then the rest.
         SummarySort::Change => views.sort_by(|a, b| {
@@ -120,9 +119,9 @@ pub fn summarize(
             rank(a)
                 .cmp(&rank(b))
                 .then_with(|| size(b).total_cmp(&size(a)))
-                .then_with(|| name(a).cmp(&name(b)))
+                .then_with(|| name_key(a).cmp(&name_key(b)))
         }),
-        SummarySort::Name => views.sort_by_key(name),
+        SummarySort::Name => views.sort_by(|a, b| name_key(a).cmp(&name_key(b))),
     }
     views
 }
@@ -133,6 +132,11 @@ impl SeriesSummaryView {
         self.spark = render_sparkline(&self.values, &format!("{} {}", self.benchmark, self.metric));
         self
     }
+}
+
+/// What a series is called, for ordering by name without copying it.
+fn name_key(v: &SeriesSummaryView) -> (&str, &str, &str) {
+    (&v.benchmark, &v.metric, &v.machine)
 }
 
 /// A series' value at each commit of the window, the latest run of a commit winning.
