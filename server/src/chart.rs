@@ -15,11 +15,12 @@ mod sparkline;
 #[cfg(test)]
 mod tests;
 mod thin;
+mod yaxis;
 
 use std::collections::BTreeSet;
 
-use kymo_core::units::Scale;
-use plotters::coord::types::{RangedCoordf64, RangedCoordi64};
+use kymo_core::units::{Scale, significant};
+use plotters::coord::types::RangedCoordi64;
 use plotters::prelude::*;
 
 pub use band::BandPoint;
@@ -29,6 +30,8 @@ pub use overlay::{Annotation, Baseline, ChangeMarker, MarkerKind, Segment};
 use scale::{AxisFormat, y_range};
 pub use sparkline::render_sparkline;
 use thin::Thinned;
+use yaxis::YAxis;
+pub use yaxis::YScale;
 
 /// Smallest accepted chart width in pixels: below it the label areas leave no room to plot.
 pub const MIN_WIDTH: u32 = 240;
@@ -97,6 +100,8 @@ pub struct TrendChart<'a> {
     pub annotations: &'a [Annotation],
     /// A reference value drawn as a dashed horizontal line.
     pub baseline: Option<Baseline<'a>>,
+    /// How values map to heights; a logarithmic axis leaves out values of zero or below.
+    pub y_scale: YScale,
 }
 
 impl<'a> TrendChart<'a> {
@@ -113,6 +118,7 @@ impl<'a> TrendChart<'a> {
             changes: &[],
             annotations: &[],
             baseline: None,
+            y_scale: YScale::Linear,
         }
     }
 
@@ -151,6 +157,12 @@ impl<'a> TrendChart<'a> {
             annotations,
             ..self
         }
+    }
+
+    /// The same chart with its values on a `y_scale` axis.
+    #[must_use]
+    pub fn with_y_scale(self, y_scale: YScale) -> Self {
+        Self { y_scale, ..self }
     }
 
     /// The same chart with a baseline at `value`, labelled `label`.
@@ -192,7 +204,11 @@ pub fn render_trend_svg(chart: &TrendChart) -> Result<String, ChartError> {
     if !(MIN_WIDTH..=MAX_SIDE).contains(&width) || !(MIN_HEIGHT..=MAX_SIDE).contains(&height) {
         return Err(ChartError::InvalidSize { width, height });
     }
-    let mut points: Vec<&TrendPoint> = chart.points.iter().filter(|p| plottable(p.value)).collect();
+    let mut points: Vec<&TrendPoint> = chart
+        .points
+        .iter()
+        .filter(|p| plottable(p.value) && chart.y_scale.accepts(p.value))
+        .collect();
     if points.is_empty() {
         return Ok(render_no_data(chart));
     }
@@ -270,11 +286,17 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
     // width with the widest label area first.
     let thinned = thin::thin(points, plot_columns(chart.width), &keep);
     let line: Vec<&TrendPoint> = thinned.line.iter().map(|(_, p)| *p).collect();
-    let (y_lo, y_hi) = y_range(&line, !thinned.thinned, band, baseline);
+    let (y_lo, y_hi) = y_range(&line, !thinned.thinned, band, baseline, chart.y_scale);
     let scale = Scale::for_values(chart.unit, [y_lo, y_hi]);
     let y_format = AxisFormat::for_range(scale.apply(y_lo), scale.apply(y_hi), y_labels);
+    // Logarithmic labels are round values of different magnitudes (0.5, 1, 10, 100): each is
+    // written with its own significant digits rather than one count of decimals.
+    let y_label = |v: &f64| match chart.y_scale {
+        YScale::Linear => y_format.format(scale.apply(*v)),
+        YScale::Log => significant(scale.apply(*v), 3),
+    };
     let y_label_chars = [y_lo, y_hi]
-        .map(|v| y_format.format(scale.apply(v)).len())
+        .map(|v| y_label(&v).len())
         .into_iter()
         .max()
         .unwrap_or(0);
@@ -283,10 +305,11 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
     let ticks = axis::tick_points(&line, (first, last), plot_width);
     let title = without_control_chars(chart.title);
     let unit = without_control_chars(&scale.unit);
-    let y_desc = if unit.is_empty() {
-        "value".to_owned()
-    } else {
-        format!("value ({unit})")
+    let y_desc = match (unit.is_empty(), chart.y_scale) {
+        (true, YScale::Linear) => "value".to_owned(),
+        (true, YScale::Log) => "value, log scale".to_owned(),
+        (false, YScale::Linear) => format!("value ({unit})"),
+        (false, YScale::Log) => format!("value ({unit}), log scale"),
     };
 
     let mut body = String::with_capacity(8192 + line.len() * 40);
@@ -303,9 +326,8 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
             .margin(MARGIN)
             .x_label_area_size(56)
             .y_label_area_size(y_label_area)
-            .build_cartesian_2d(x_range.clone(), y_lo..y_hi)
+            .build_cartesian_2d(x_range.clone(), YAxis::new(chart.y_scale, y_lo, y_hi))
             .map_err(draw_error)?;
-        let y_label = |v: &f64| y_format.format(scale.apply(*v));
         plot.configure_mesh()
             // One grid line per label: finer lines add noise and hundreds of elements. The x
             // axis names commits, drawn by `axis` rather than as plotters' numbers.
@@ -381,7 +403,7 @@ fn push_overlays(out: &mut String, chart: &TrendChart, frame: &Frame) {
     overlay::push_changes(out, chart.changes, frame);
 }
 
-type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordi64, RangedCoordf64>>;
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordi64, YAxis>>;
 
 /// The noise band, before anything else so that the series is drawn over it.
 fn draw_band(plot: &mut Plot, band: &[BandPoint], shown: (i64, i64)) -> Result<(), ChartError> {

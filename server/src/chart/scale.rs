@@ -1,5 +1,6 @@
 //! The y axis: which values it spans and how its labels are written.
 
+use super::yaxis::YScale;
 use super::{TrendPoint, whisker};
 
 /// The y range never spans less than this fraction of the values' magnitude, so that sub-percent
@@ -14,29 +15,41 @@ const Y_PADDING: f64 = 0.08;
 /// data's span each way, so that the data always fills at least half of the plot: a band edge
 /// beyond that is cut at the frame, and a baseline beyond that is left out of the range (and
 /// drawn as an off-scale label) rather than drawn at a misleading place.
+///
+/// On a logarithmic axis the same is done with the logarithms of the values, so the padding
+/// and the least span are ratios; values it cannot draw (zero or below) are left out.
 pub(super) fn y_range(
     points: &[&TrendPoint],
     with_whiskers: bool,
     band: Option<(f64, f64)>,
     baseline: Option<f64>,
+    y: YScale,
 ) -> (f64, f64) {
+    let on_axis = |v: f64| y.accepts(v).then(|| y.to_axis(v));
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for point in points {
+        let Some(value) = on_axis(point.value) else {
+            continue;
+        };
         let (a, b) = whisker(point)
             .filter(|_| with_whiskers)
-            .unwrap_or((point.value, point.value));
-        lo = lo.min(a.min(point.value));
-        hi = hi.max(b.max(point.value));
+            .map_or((value, value), |(a, b)| {
+                (on_axis(a).unwrap_or(value), on_axis(b).unwrap_or(value))
+            });
+        lo = lo.min(a.min(value));
+        hi = hi.max(b.max(value));
     }
     let mid = lo / 2.0 + hi / 2.0;
-    let min_span = if mid == 0.0 {
-        1.0
-    } else {
-        mid.abs() * MIN_RELATIVE_SPAN
+    let min_span = match y {
+        YScale::Log => (1.0 + MIN_RELATIVE_SPAN).log10(),
+        YScale::Linear if mid == 0.0 => 1.0,
+        YScale::Linear => mid.abs() * MIN_RELATIVE_SPAN,
     };
     let span = (hi - lo).max(min_span);
     let (reach_lo, reach_hi) = (mid - span, mid + span);
+    let band = band.and_then(|(a, b)| Some((on_axis(a)?, on_axis(b)?)));
     let baseline = baseline
+        .and_then(on_axis)
         .filter(|b| (reach_lo..=reach_hi).contains(b))
         .map(|b| (b, b));
     for (a, b) in band.into_iter().chain(baseline) {
@@ -45,7 +58,7 @@ pub(super) fn y_range(
     }
     let mid = lo / 2.0 + hi / 2.0;
     let half = (hi - lo).max(min_span) * (0.5 + Y_PADDING);
-    (mid - half, mid + half)
+    (y.from_axis(mid - half), y.from_axis(mid + half))
 }
 
 /// How the y-axis labels are written: enough decimals to tell neighbouring ticks apart.

@@ -1,3 +1,4 @@
+mod log_scale;
 mod overlays;
 
 use std::time::{Duration, Instant};

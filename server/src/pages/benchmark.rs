@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::embed::{public_base, trend_svg_path};
 use super::trend::{EnvironmentCache, Window, load_series_trend};
 use super::{PageResult, is_htmx, render};
+use crate::chart::YScale;
 use crate::error::AppError;
 use crate::state::AppState;
 
@@ -57,13 +58,19 @@ struct BenchmarkPage {
     /// What the charts span: "abc1234 (2026-10-01) to def5678 (2026-11-24)".
     span: String,
     moves: Vec<Move>,
+    /// Appended to every link that moves the window, so that the scale stays as chosen.
+    scale_query: &'static str,
+    /// The same window on the other scale.
+    other_scale: Move,
 }
 
-/// The benchmark page's window: the newest `last` measured commits up to position `to`.
+/// The benchmark page's window (the newest `last` measured commits up to position `to`) and
+/// the charts' scale.
 #[derive(Debug, Deserialize)]
 pub struct Zoom {
     last: Option<i64>,
     to: Option<i64>,
+    scale: Option<YScale>,
 }
 
 pub async fn benchmark(
@@ -76,6 +83,7 @@ pub async fn benchmark(
         last: zoom.last.unwrap_or(TREND_POINTS).clamp(2, MAX_POINTS),
         until: zoom.to.filter(|to| *to >= 0),
     };
+    let y_scale = zoom.scale.unwrap_or_default();
     let repo = state.db.repository(&repo_name).await?;
     let all = state
         .db
@@ -101,7 +109,7 @@ pub async fn benchmark(
     let mut oldest: Option<(usize, String, Option<i64>)> = None;
     let mut newest: Option<(usize, String, Option<i64>)> = None;
     for series in all {
-        let trend = load_series_trend(
+        let mut trend = load_series_trend(
             &state,
             (&repo_name, repo.id),
             &series,
@@ -110,6 +118,7 @@ pub async fn benchmark(
             &mut environments,
         )
         .await?;
+        trend.y_scale = y_scale;
         if let (Some(first), Some(last)) = (trend.points.first(), trend.points.last()) {
             if oldest.as_ref().is_none_or(|o| first.position < o.0) {
                 oldest = Some((first.position, first.sha.clone(), first.committed_at));
@@ -145,7 +154,9 @@ pub async fn benchmark(
             (Some(o), Some(n)) => format!("{} to {}", commit_label(o), commit_label(n)),
             _ => String::new(),
         },
-        moves: moves(window, oldest.map(|o| o.0), newest.map(|n| n.0)),
+        moves: moves(window, oldest.map(|o| o.0), newest.map(|n| n.0), y_scale),
+        scale_query: scale_query(y_scale),
+        other_scale: other_scale(window, y_scale),
     };
     if is_htmx(&headers) {
         return render(&page.as_charts());
@@ -162,18 +173,48 @@ fn commit_label((_, sha, time): &(usize, String, Option<i64>)) -> String {
     }
 }
 
+/// The query of a window on a scale.
+fn window_query(last: i64, to: Option<i64>, y_scale: YScale) -> String {
+    let scale = scale_query(y_scale);
+    match to {
+        Some(to) => format!("?last={last}&to={to}{scale}"),
+        None => format!("?last={last}{scale}"),
+    }
+}
+
+fn scale_query(y_scale: YScale) -> &'static str {
+    match y_scale {
+        YScale::Linear => "",
+        YScale::Log => "&scale=log",
+    }
+}
+
+/// The link to the same window drawn on the other scale.
+fn other_scale(window: Window, y_scale: YScale) -> Move {
+    let (label, other) = match y_scale {
+        YScale::Linear => ("log scale", YScale::Log),
+        YScale::Log => ("linear scale", YScale::Linear),
+    };
+    Move {
+        label,
+        query: window_query(window.last, window.until, other),
+    }
+}
+
 /// The links that move the window over history: older and newer by a whole window, and zoom
 /// in (the newer half) and out (twice as many, ending at the same commit).
-fn moves(window: Window, oldest: Option<usize>, newest: Option<usize>) -> Vec<Move> {
+fn moves(
+    window: Window,
+    oldest: Option<usize>,
+    newest: Option<usize>,
+    y_scale: YScale,
+) -> Vec<Move> {
     let (Some(oldest), Some(newest)) = (oldest, newest) else {
         return Vec::new();
     };
     let (oldest, newest) = (oldest as i64, newest as i64);
     let last = window.last;
-    let query = |last: i64, to: Option<i64>| match to {
-        Some(to) => format!("?last={last}&to={to}"),
-        None => format!("?last={last}"),
-    };
+    let query = |last: i64, to: Option<i64>| window_query(last, to, y_scale);
     let mut moves = Vec::new();
     if oldest > 0 {
         moves.push(Move {
@@ -211,7 +252,7 @@ mod tests {
     use super::*;
 
     fn queries(window: Window, oldest: usize, newest: usize) -> Vec<(&'static str, String)> {
-        moves(window, Some(oldest), Some(newest))
+        moves(window, Some(oldest), Some(newest), YScale::Linear)
             .into_iter()
             .map(|m| (m.label, m.query))
             .collect()
@@ -244,6 +285,24 @@ mod tests {
         assert!(links.contains(&("newer →", "?last=100&to=199".to_owned())));
         assert!(links.contains(&("newest", "?last=100".to_owned())));
         assert!(!links.iter().any(|(label, _)| *label == "zoom out"));
-        assert!(moves(window, None, None).is_empty());
+        assert!(moves(window, None, None, YScale::Linear).is_empty());
+    }
+
+    #[test]
+    fn every_link_keeps_the_log_scale_and_the_toggle_keeps_the_window() {
+        let window = Window {
+            last: 100,
+            until: Some(500),
+        };
+        let links = moves(window, Some(401), Some(500), YScale::Log);
+        assert!(!links.is_empty());
+        assert!(links.iter().all(|m| m.query.ends_with("&scale=log")));
+        let toggle = other_scale(window, YScale::Log);
+        assert_eq!(
+            (toggle.label, toggle.query.as_str()),
+            ("linear scale", "?last=100&to=500")
+        );
+        let toggle = other_scale(window, YScale::Linear);
+        assert_eq!(toggle.query, "?last=100&to=500&scale=log");
     }
 }

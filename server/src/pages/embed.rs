@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::trend::{EnvironmentCache, Window, load_series_trend};
 use crate::api::ApiQuery;
+use crate::chart::YScale;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
@@ -36,6 +37,8 @@ pub struct TrendQuery {
     last: Option<i64>,
     width: Option<u32>,
     height: Option<u32>,
+    /// `linear` (the default) or `log`.
+    scale: Option<YScale>,
 }
 
 /// The image's path (relative to the server) for one series.
@@ -146,6 +149,7 @@ pub async fn trend_svg(
     .await?;
     // Outside the dashboard the image must say what it shows.
     trend.title = format!("{benchmark} · {}", trend.title);
+    trend.y_scale = query.scale.unwrap_or_default();
     let svg = trend.standalone_svg(&series.unit, width, height)?;
     Ok((
         [

@@ -9,7 +9,8 @@ use kymo_core::results::quartiles;
 
 use super::overlays::{Overlays, overlays};
 use crate::chart::{
-    DEFAULT_WIDTH, TrendChart, TrendPoint, drawn_whole, render_standalone_svg, render_trend_svg,
+    DEFAULT_WIDTH, TrendChart, TrendPoint, YScale, drawn_whole, render_standalone_svg,
+    render_trend_svg,
 };
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
@@ -27,6 +28,8 @@ pub struct SeriesTrend {
     pub title: String,
     pub points: Vec<TrendPoint>,
     pub overlays: Overlays,
+    /// How the chart maps values to heights; linear unless the reader asks for log.
+    pub y_scale: YScale,
 }
 
 /// Machines' environments, loaded once per page however many series share a machine.
@@ -81,6 +84,7 @@ pub async fn load_series_trend(
         title: format!("{} · {}", series.metric, series.machine),
         points,
         overlays: overlays(repo_name, &rows, &own, machine_environments),
+        y_scale: YScale::Linear,
     })
 }
 
@@ -92,6 +96,7 @@ impl SeriesTrend {
             .with_segments(&self.overlays.segments)
             .with_band(&self.overlays.band)
             .with_annotations(&self.overlays.annotations)
+            .with_y_scale(self.y_scale)
     }
 
     /// Inline SVG for a page, scaling with its container.
