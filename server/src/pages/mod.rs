@@ -127,3 +127,53 @@ type PageResult = Result<Html<String>, PageError>;
 fn render(template: &impl Template) -> PageResult {
     Ok(Html(template.render()?))
 }
+
+/// Which of a list's rows a page shows: `size` rows from `from`, so that a page's cost stays
+/// bounded however long the list grows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowWindow {
+    /// Index of the first row shown.
+    pub(crate) from: usize,
+    /// Rows shown.
+    pub(crate) shown: usize,
+    /// Rows in the whole list.
+    pub(crate) total: usize,
+    /// Where the next page starts, when there is one.
+    pub(crate) next: Option<usize>,
+}
+
+impl RowWindow {
+    pub(crate) fn new(total: usize, from: Option<usize>, size: usize) -> Self {
+        let from = from.unwrap_or(0).min(total);
+        let shown = size.min(total - from);
+        Self {
+            from,
+            shown,
+            total,
+            next: (from + shown < total).then_some(from + shown),
+        }
+    }
+
+    /// The rows of `all` this window shows.
+    pub(crate) fn of<T>(&self, all: impl IntoIterator<Item = T>) -> impl Iterator<Item = T> {
+        all.into_iter().skip(self.from).take(self.shown)
+    }
+}
+
+#[cfg(test)]
+mod row_window_tests {
+    use super::RowWindow;
+
+    #[test]
+    fn a_window_is_clamped_to_the_list_and_knows_where_the_next_starts() {
+        let w = RowWindow::new(120, None, 50);
+        assert_eq!((w.from, w.shown, w.next), (0, 50, Some(50)));
+        let w = RowWindow::new(120, Some(100), 50);
+        assert_eq!((w.from, w.shown, w.next), (100, 20, None));
+        let w = RowWindow::new(120, Some(usize::MAX), 50);
+        assert_eq!((w.from, w.shown, w.next), (120, 0, None));
+        assert_eq!(RowWindow::new(0, None, 50).of(Vec::<u8>::new()).count(), 0);
+        let rows: Vec<usize> = RowWindow::new(10, Some(8), 5).of(0..10).collect();
+        assert_eq!(rows, [8, 9]);
+    }
+}

@@ -4,11 +4,12 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use kymo_core::db::{BisectionView, RegressionFilter, RegressionRow, TRIAGE_STATES};
+use kymo_core::protocol::query_value;
 use serde::Deserialize;
 
 use super::access::Viewer;
 use super::format::{summary, utc, value};
-use super::{PageError, PageResult, render};
+use super::{PageError, PageResult, RowWindow, render};
 use crate::api::{csv_response, load_regression};
 use crate::auth::AdminForm;
 use crate::chart::{ChangeMarker, MarkerKind, TrendChart, TrendPoint, render_trend_svg};
@@ -262,6 +263,10 @@ struct ComparePage {
     baseline: String,
     rows: Vec<CompareRowView>,
     total: usize,
+    /// Which of the (filtered, sorted) rows this page shows.
+    shown: RowWindow,
+    /// The query of this page's view (sort and filter), to which a row offset is appended.
+    view_query: String,
     regressed: usize,
     improved: usize,
     unchanged: usize,
@@ -278,6 +283,8 @@ pub struct CompareOptions {
     sort: Option<String>,
     significant: Option<String>,
     format: Option<String>,
+    /// First row shown.
+    from: Option<usize>,
 }
 
 /// `/repos/{repo}/compare/{base}...{head}` or `/repos/{repo}/compare/{head}` (against the
@@ -298,25 +305,38 @@ pub async fn compare(
     }
     let significant = options.significant.as_deref() == Some("1");
     let sort = options.sort.clone().unwrap_or_else(|| "change".into());
-    Ok(render(&compare_page(repo_name, spec, report, significant, sort))?.into_response())
+    let page = compare_page(repo_name, spec, report, (significant, sort), options.from);
+    Ok(render(&page)?.into_response())
 }
+
+/// Rows of a compare page: the rest are a click away, so that the page's size stays bounded
+/// however many series two commits share.
+const COMPARE_PAGE: usize = 200;
 
 fn compare_page(
     repo: String,
     spec: String,
     report: CompareReport,
-    significant: bool,
-    sort: String,
+    (significant, sort): (bool, String),
+    from: Option<usize>,
 ) -> ComparePage {
     let total = report.rows.len();
-    let rows = compare_rows(&report, significant, &sort);
+    let all = compare_rows(&report, significant, &sort);
+    let shown = RowWindow::new(all.len(), from, COMPARE_PAGE);
+    let view_query = format!(
+        "?sort={}{}",
+        query_value(&sort),
+        if significant { "&significant=1" } else { "" }
+    );
     ComparePage {
         repo,
         base: report.base.clone(),
         head: report.head.clone(),
         baseline: report.baseline.clone(),
-        rows,
+        rows: shown.of(all).collect(),
         total,
+        shown,
+        view_query,
         regressed: report.regressed,
         improved: report.improved,
         unchanged: report.unchanged,

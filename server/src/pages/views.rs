@@ -13,7 +13,7 @@ use super::summary::{
     OPEN_REGRESSIONS_SHOWN, OpenRegressionView, SUMMARY_PAGE, SUMMARY_WINDOW, SeriesSummaryView,
     SummarySort, summarize,
 };
-use super::{PageResult, is_htmx, render};
+use super::{PageResult, RowWindow, is_htmx, render};
 use std::collections::HashMap;
 
 use kymo_core::db::CommitRow;
@@ -81,9 +81,7 @@ struct RepoPage {
     open_count: usize,
     /// One page of the performance summary, its order, and where the next page starts.
     summary: Vec<SeriesSummaryView>,
-    summary_total: usize,
-    summary_from: usize,
-    summary_next: Option<usize>,
+    summary_rows: RowWindow,
     sort: SummarySort,
     window: i64,
     /// Whether a kymo.toml is kept on the server for commits without one.
@@ -142,9 +140,9 @@ pub async fn repository(
     let recent = state.db.recent_values(repo.id, SUMMARY_WINDOW).await?;
     let series = state.db.series(repo.id, None, None, None).await?;
     let all = summarize(&name, series, &recent, paging.sort);
-    let summary_total = all.len();
-    let summary_from = paging.from.unwrap_or(0).min(summary_total);
-    let summary = (all.into_iter().skip(summary_from).take(SUMMARY_PAGE))
+    let summary_rows = RowWindow::new(all.len(), paging.from, SUMMARY_PAGE);
+    let summary = summary_rows
+        .of(all)
         .map(SeriesSummaryView::with_sparkline)
         .collect();
     let (pulls, comparisons) = super::comparisons::listed(&state, repo.id).await?;
@@ -158,10 +156,7 @@ pub async fn repository(
             .map(OpenRegressionView::from)
             .collect(),
         summary,
-        summary_total,
-        summary_from,
-        summary_next: (summary_from + SUMMARY_PAGE < summary_total)
-            .then_some(summary_from + SUMMARY_PAGE),
+        summary_rows,
         sort: paging.sort,
         window: SUMMARY_WINDOW,
         stored_suites: state.db.stored_suites(repo.id).await?.is_some(),

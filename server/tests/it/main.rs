@@ -12,6 +12,7 @@ mod commit_status;
 mod comparison_protocol;
 mod contain;
 mod continuous;
+mod dashboard;
 mod day_one;
 mod delivery_loop;
 mod disk_full;
