@@ -25,7 +25,7 @@ pub(super) fn y_range(
     baseline: Option<f64>,
     y: YScale,
 ) -> (f64, f64) {
-    let on_axis = |v: f64| y.accepts(v).then(|| y.to_axis(v));
+    let on_axis = |v: f64| y.accepts(v).then(|| y.axis_at(v));
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for point in points {
         let Some(value) = on_axis(point.value) else {
@@ -58,7 +58,7 @@ pub(super) fn y_range(
     }
     let mid = lo / 2.0 + hi / 2.0;
     let half = (hi - lo).max(min_span) * (0.5 + Y_PADDING);
-    (y.from_axis(mid - half), y.from_axis(mid + half))
+    (y.value_at(mid - half), y.value_at(mid + half))
 }
 
 /// How the y-axis labels are written: enough decimals to tell neighbouring ticks apart.

@@ -33,7 +33,7 @@ pub enum YScale {
 impl YScale {
     /// Where `value` sits on the axis: itself, or its logarithm. Non-positive values on a
     /// logarithmic axis map far below any drawable value, so plotters cuts them at the frame.
-    pub(super) fn to_axis(self, value: f64) -> f64 {
+    pub(super) fn axis_at(self, value: f64) -> f64 {
         match self {
             Self::Linear => value,
             Self::Log if value > 0.0 => value.log10(),
@@ -41,8 +41,8 @@ impl YScale {
         }
     }
 
-    /// The value at a place on the axis: the inverse of [`YScale::to_axis`].
-    pub(super) fn from_axis(self, at: f64) -> f64 {
+    /// The value at a place on the axis: the inverse of [`YScale::axis_at`].
+    pub(super) fn value_at(self, at: f64) -> f64 {
         match self {
             Self::Linear => at,
             Self::Log => 10f64.powf(at),
@@ -63,7 +63,7 @@ pub(super) struct YAxis {
     scale: YScale,
     /// The range in the values' own terms.
     values: Range<f64>,
-    /// The same range in axis terms ([`YScale::to_axis`]).
+    /// The same range in axis terms ([`YScale::axis_at`]).
     axis: RangedCoordf64,
 }
 
@@ -72,7 +72,7 @@ impl YAxis {
         Self {
             scale,
             values: lo..hi,
-            axis: (scale.to_axis(lo)..scale.to_axis(hi)).into(),
+            axis: (scale.axis_at(lo)..scale.axis_at(hi)).into(),
         }
     }
 }
@@ -82,7 +82,7 @@ impl Ranged for YAxis {
     type ValueType = f64;
 
     fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
-        self.axis.map(&self.scale.to_axis(*value), limit)
+        self.axis.map(&self.scale.axis_at(*value), limit)
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
