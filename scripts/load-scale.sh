@@ -13,6 +13,7 @@
 #   about 100 bytes a measurement, so 1 GB at 10 million, 10 GB at 100 million)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/load-common.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/kymo-target}"
 export SQLX_OFFLINE=true
 commits="${COMMITS:-10000}"
@@ -49,16 +50,10 @@ for _ in $(seq 600); do grep -q http "$work/serve.out" && break; sleep 0.1; done
 url=$(grep -o 'http://[^ ]*' "$work/serve.out")
 token=$(cat "$db.admin-token")
 
-head=$(printf '%040x' $((commits - 1)))
-base=$(printf '%040x' $((commits - 2)))
-pages=(
-  "/"
-  "/repos/load"
-  "/repos/load/benchmarks/group_0/bench_0"
-  "/repos/load/compare/$base...$head"
-  "/api/v1/repos/load/series?benchmark=group_0/bench_0&metric=metric_0"
-  "/api/v1/repos/load/commits/$head"
-)
+# load_db names commit i (from 0) by the sha of i + 1: the head is the last.
+head=$(printf '%040x' "$commits")
+base=$(printf '%040x' $((commits - 1)))
+load_pages "$head" "$base"
 
 echo
 echo "| page, computed | readers | requests/s | p50 | p99 | errors |"
@@ -70,13 +65,7 @@ for page in "${pages[@]}"; do
     threads=$((n < 2 ? 1 : 2))
     wrk -t"$threads" -c"$n" -d"${page_seconds}s" --timeout 30s --latency \
       -H "authorization: Bearer $token" "$url$page" >"$work/wrk.txt"
-    rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.txt")
-    p50=$(awk '$1 == "50%" {print $2}' "$work/wrk.txt")
-    p99=$(awk '$1 == "99%" {print $2}' "$work/wrk.txt")
-    non2xx=$(awk '/Non-2xx/ {print $NF}' "$work/wrk.txt")
-    sock=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' "$work/wrk.txt")
-    printf '| `%s` | %s | %s | %s | %s | %s |\n' "$page" "$n" "${rps:-?}" "${p50:-?}" "${p99:-?}" \
-      "$(( ${non2xx:-0} + ${sock:-0} ))"
+    printf '| `%s` | %s | %s |\n' "$page" "$n" "$(wrk_figures "$work/wrk.txt")"
   done
 done
 echo "server VmHWM $(awk '/VmHWM/ {print int($2 / 1024)}' /proc/$server/status) MiB; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
