@@ -12,6 +12,7 @@
 #   THREADS=2  LOAD_DIR=~/.cache/kymo-load (the generated database is kept there and reused)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/load-common.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/kymo-target}"
 export SQLX_OFFLINE=true
 duration="${DURATION:-60}"
@@ -51,25 +52,11 @@ rss_pid=$!
 head=$(printf '%040x' 1000)
 base=$(printf '%040x' 999)
 machine=$(curl -s "$url/api/v1/machines" | grep -o '"fingerprint":"[0-9a-f]*"' | head -1 | cut -d'"' -f4)
-pages=(
-  "/"
-  "/repos/load"
-  "/repos/load/benchmarks/group_0/bench_0"
-  "/repos/load/compare/$base...$head"
-  "/api/v1/repos/load/series?benchmark=group_0/bench_0&metric=metric_0"
-  "/api/v1/repos/load/commits/$head"
-)
+load_pages "$head" "$base"
 
-# wrk's summary as one line: requests/s, p50, p99, errors.
+# wrk's summary as one table row: requests/s, p50, p99, errors.
 summarise() {
-  local name="$1" log="$2"
-  local rps p50 p99 non2xx sock
-  rps=$(awk '/Requests\/sec/ {print $2}' "$log")
-  p50=$(awk '$1 == "50%" {print $2}' "$log")
-  p99=$(awk '$1 == "99%" {print $2}' "$log")
-  non2xx=$(awk '/Non-2xx/ {print $NF}' "$log")
-  sock=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' "$log")
-  printf '| %s | %s | %s | %s | %s |\n' "$name" "${rps:-?}" "${p50:-?}" "${p99:-?}" "$(( ${non2xx:-0} + ${sock:-0} ))"
+  printf '| %s | %s |\n' "$1" "$(wrk_figures "$2")"
 }
 
 echo "| page | requests/s | p50 | p99 | errors |"

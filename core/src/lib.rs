@@ -12,6 +12,7 @@ pub mod model;
 pub mod protocol;
 pub mod pull_request;
 pub mod results;
+pub mod samples;
 pub mod stats;
 pub mod units;
 pub mod webhook;

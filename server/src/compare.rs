@@ -204,12 +204,7 @@ async fn recent_history(
 }
 
 fn samples_or_value(row: &CommitMeasurementRow) -> Vec<f64> {
-    let samples: Vec<f64> = serde_json::from_str(&row.samples).unwrap_or_default();
-    if samples.is_empty() {
-        vec![row.value]
-    } else {
-        samples
-    }
+    row.samples.clone().or_value(row.value)
 }
 
 /// Counts and the geometric mean of ratios; pure, so it is tested on its own.

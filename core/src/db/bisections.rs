@@ -2,6 +2,7 @@
 //! commits nobody measured.
 
 use super::{Db, DbError};
+use crate::samples::Samples;
 
 /// A bisection with what stepping it needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -217,7 +218,8 @@ impl Db {
         commit_id: i64,
     ) -> Result<Vec<Vec<f64>>, DbError> {
         let rows = sqlx::query!(
-            "SELECT value, samples FROM measurements WHERE series_id = ? AND commit_id = ? ORDER BY id",
+            r#"SELECT value, samples AS "samples: Samples" FROM measurements
+               WHERE series_id = ? AND commit_id = ? ORDER BY id"#,
             series_id,
             commit_id
         )
@@ -225,14 +227,7 @@ impl Db {
         .await?;
         Ok(rows
             .into_iter()
-            .map(|r| {
-                let samples: Vec<f64> = serde_json::from_str(&r.samples).unwrap_or_default();
-                if samples.is_empty() {
-                    vec![r.value]
-                } else {
-                    samples
-                }
-            })
+            .map(|r| r.samples.or_value(r.value))
             .collect())
     }
 

@@ -66,7 +66,8 @@ struct MeasurementRow<'a> {
     b: &'a str,
     m: &'a str,
     v: f64,
-    x: &'a [f64],
+    /// The samples' stored encoding, in hex (JSON has no bytes; SQL `unhex` restores them).
+    x: String,
     h: Option<&'a str>,
 }
 
@@ -93,7 +94,7 @@ fn batches(suites: &[SuiteUpload]) -> Batches {
                 b: key,
                 m: &metric.name,
                 v: metric.value,
-                x: &metric.samples,
+                x: hex::encode(crate::samples::encode(&metric.samples)),
                 h: metric.hdr.as_deref(),
             });
         }
@@ -281,7 +282,7 @@ async fn insert_measurements(
 ) -> Result<usize, DbError> {
     let inserted = sqlx::query!(
         r#"INSERT INTO measurements (run_id, series_id, commit_id, value, samples, hdr)
-           SELECT ?, s.id, ?, j.value ->> '$.v', j.value -> '$.x', j.value ->> '$.h'
+           SELECT ?, s.id, ?, j.value ->> '$.v', unhex(j.value ->> '$.x'), j.value ->> '$.h'
            FROM jsonb_each(?) AS j
            CROSS JOIN benchmarks b ON b.repository_id = ? AND b.name = j.value ->> '$.b'
            CROSS JOIN series s ON s.benchmark_id = b.id AND s.metric = j.value ->> '$.m'

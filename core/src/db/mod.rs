@@ -19,6 +19,7 @@ mod pages;
 mod pulls;
 mod regressions;
 mod repos;
+mod samples_conversion;
 mod sensitivity;
 mod version;
 mod webhooks;
@@ -135,6 +136,7 @@ impl Db {
             )
             .await?;
         sqlx::migrate!("../migrations").run(&writer).await?;
+        samples_conversion::convert_text_samples(&writer).await?;
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))

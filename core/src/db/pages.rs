@@ -1,6 +1,7 @@
 //! Read queries behind the dashboard pages and the JSON API.
 
 use super::{Db, DbError};
+use crate::samples::Samples;
 
 /// A repository with the counts the home page shows.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -62,9 +63,8 @@ pub struct CommitMeasurementRow {
     pub direction: String,
     pub machine: String,
     pub value: f64,
-    #[serde(with = "super::json_text::array")]
     #[schema(value_type = Vec<f64>)]
-    pub samples: String,
+    pub samples: Samples,
     pub parent_value: Option<f64>,
 }
 
@@ -88,9 +88,8 @@ pub struct SeriesPoint {
     pub committed_at: i64,
     pub value: f64,
     /// The raw samples.
-    #[serde(with = "super::json_text::array")]
     #[schema(value_type = Vec<f64>)]
-    pub samples: String,
+    pub samples: Samples,
 }
 
 /// Row shape of the commit page's header.
@@ -258,7 +257,7 @@ impl Db {
         Ok(sqlx::query_as!(
             CommitMeasurementRow,
             r#"SELECT s.id AS series_id, b.name AS benchmark, s.metric, s.unit, s.direction,
-                      m.fingerprint AS machine, x.value, x.samples,
+                      m.fingerprint AS machine, x.value, x.samples AS "samples: Samples",
                       (SELECT p.value FROM measurements p WHERE p.series_id = x.series_id
                        AND p.commit_id = ? ORDER BY p.id DESC LIMIT 1) AS "parent_value?: f64"
                FROM runs r
@@ -312,7 +311,8 @@ impl Db {
     ) -> Result<Vec<SeriesPoint>, DbError> {
         let mut points = sqlx::query_as!(
             SeriesPoint,
-            r#"SELECT c.position AS "position!", c.sha, c.committed_at, x.value, x.samples
+            r#"SELECT c.position AS "position!", c.sha, c.committed_at, x.value,
+                      x.samples AS "samples: Samples"
                FROM measurements x JOIN commits c ON c.id = x.commit_id
                WHERE x.series_id = ?1 AND c.position IS NOT NULL
                  AND (?3 IS NULL OR c.position <= ?3)

@@ -3,6 +3,7 @@
 use sqlx::SqliteConnection;
 
 use super::{Db, DbError};
+use crate::samples::Samples;
 
 /// A point of a series as the analysis reads it: every commit on the tracked branch.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +113,8 @@ impl Db {
     /// valued at their median.
     pub async fn analysis_points(&self, series_id: i64) -> Result<Vec<AnalysisPoint>, DbError> {
         let rows = sqlx::query!(
-            r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value, x.samples
+            r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value,
+                      x.samples AS "samples: Samples"
                FROM measurements x JOIN commits c ON c.id = x.commit_id
                WHERE x.series_id = ? AND c.position IS NOT NULL
                ORDER BY c.position, x.id"#,
@@ -123,7 +125,7 @@ impl Db {
         let mut points: Vec<AnalysisPoint> = Vec::with_capacity(rows.len());
         let mut values: Vec<f64> = Vec::new();
         for r in rows {
-            let samples: Vec<f64> = serde_json::from_str(&r.samples).unwrap_or_default();
+            let samples = r.samples.0;
             match points.last_mut() {
                 Some(last) if last.commit_id == r.commit_id => {
                     values.push(r.value);

@@ -103,8 +103,7 @@ pub fn series_csv(series: &[SeriesWithPoints]) -> String {
             csv_field(&s.series.machine),
         ];
         for p in &s.points {
-            let samples: Vec<f64> = serde_json::from_str(&p.samples).unwrap_or_default();
-            let samples: Vec<String> = samples.iter().map(f64::to_string).collect();
+            let samples: Vec<String> = p.samples.iter().map(f64::to_string).collect();
             let mut fields = identity.to_vec();
             fields.extend([
                 p.position.to_string(),
@@ -120,6 +119,8 @@ pub fn series_csv(series: &[SeriesWithPoints]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use kymo_core::samples::Samples;
+
     use super::*;
 
     #[test]
@@ -138,7 +139,7 @@ mod tests {
                 sha: "f00".into(),
                 committed_at: 0,
                 value: 1.5,
-                samples: "[1.0,1.5,2.0]".into(),
+                samples: Samples(vec![1.0, 1.5, 2.0]),
             }],
         };
         assert_eq!(

@@ -133,7 +133,7 @@ mod tests {
             sha: format!("{position:040x}"),
             committed_at: 0,
             value,
-            samples: "[]".into(),
+            samples: Default::default(),
         }
     }
 

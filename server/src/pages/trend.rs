@@ -56,8 +56,7 @@ pub async fn load_series_trend(
         .iter()
         .map(|p| {
             let middle_half = if with_spread {
-                let samples: Vec<f64> = serde_json::from_str(&p.samples).unwrap_or_default();
-                quartiles(&samples)
+                quartiles(&p.samples)
             } else {
                 None
             };

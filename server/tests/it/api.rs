@@ -49,6 +49,25 @@ impl TestApp {
         }
     }
 
+    /// The database file, for tests that change it behind the application's back.
+    pub fn db_path(&self) -> std::path::PathBuf {
+        self._dir.path().join("kymo.db")
+    }
+
+    /// Closes the database and opens it again (with all that opening does), as a restart does.
+    pub async fn reopen(&mut self) -> Result<(), kymo_core::db::DbError> {
+        self.state.db.close().await;
+        let db = Db::open(&self.db_path()).await?;
+        self.state = AppState::new(
+            db,
+            Arc::new(self.clock.clone()),
+            LeaseSettings::default(),
+            self._dir.path().join("data"),
+            "https://kymo.example".into(),
+        );
+        Ok(())
+    }
+
     /// The application state, for tests that drive `app` themselves.
     pub fn state(&self) -> AppState {
         self.state.clone()

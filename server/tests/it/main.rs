@@ -33,6 +33,7 @@ mod out_of_order;
 mod private_remotes;
 mod pull_requests;
 mod reads;
+mod samples_storage;
 mod slow_clients;
 mod spine;
 mod support;

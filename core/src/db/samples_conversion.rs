@@ -1,0 +1,65 @@
+//! The one-time conversion of samples stored as JSON text (before migration 0022) into the
+//! binary encoding of [`crate::samples`]. It runs when a database is opened, before anything
+//! reads or writes samples; each batch commits with the id it reached, so an interrupted
+//! conversion resumes where it stopped.
+
+use sqlx::SqlitePool;
+
+use super::DbError;
+
+/// Measurements converted per transaction: large enough that a 10-million-row database is
+/// converted in minutes, small enough that a crash loses little work.
+const BATCH: i64 = 20_000;
+
+/// Converts every measurement whose samples are still JSON text; returns how many. Nothing is
+/// done (one lookup of an empty table) when there is nothing to convert.
+pub(super) async fn convert_text_samples(writer: &SqlitePool) -> Result<u64, DbError> {
+    let mut converted = 0;
+    loop {
+        let mut tx = writer.begin_with("BEGIN IMMEDIATE").await?;
+        let Some(next_id) = sqlx::query_scalar!("SELECT next_id FROM samples_conversion")
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(converted);
+        };
+        let rows = sqlx::query!(
+            r#"SELECT id AS "id!", samples AS "samples!: String" FROM measurements
+               WHERE id >= ? AND typeof(samples) = 'text' ORDER BY id LIMIT ?"#,
+            next_id,
+            BATCH
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        let Some(last) = rows.last().map(|r| r.id) else {
+            sqlx::query!("DELETE FROM samples_conversion")
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            tracing::info!(converted, "samples converted from JSON text to binary");
+            return Ok(converted);
+        };
+        for row in &rows {
+            let samples: Vec<f64> = serde_json::from_str(&row.samples).map_err(|e| {
+                DbError::Invalid(format!(
+                    "measurement {}: stored samples are not a JSON array of numbers ({e}); \
+                     nothing was converted in this batch",
+                    row.id
+                ))
+            })?;
+            let bytes = crate::samples::encode(&samples);
+            sqlx::query!(
+                "UPDATE measurements SET samples = ? WHERE id = ?",
+                bytes,
+                row.id
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query!("UPDATE samples_conversion SET next_id = ?", last + 1)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        converted += rows.len() as u64;
+    }
+}
