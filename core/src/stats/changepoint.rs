@@ -29,7 +29,8 @@ use super::segmentation::{PrefixSums, seeded_candidates, suppress_short_excursio
 use super::sensitivity::Sensitivity;
 use super::verdict::VerdictKind;
 use autocorrelation::{for_autocorrelation, lag_one_correlation, significant_correlation};
-use ramp::{Ramp, RampFitter, drift_around};
+use edges::StepEdges;
+use ramp::{Ramp, RampFitter, drift_around, shape_scale};
 use shape::{step_beats_line, swings};
 
 /// Standardized distance from the local median beyond which a short excursion is replaced.
@@ -111,12 +112,18 @@ pub fn detect_change_points(
     let threshold = normal_quantile(1.0 - s.change_point_alpha / 2.0);
     let sums = PrefixSums::new(&filtered);
     let mut splits = seeded_candidates(&filtered, min_len, threshold);
+    let edges = StepEdges {
+        sums: &sums,
+        standardized: &standardized,
+        filtered: &filtered,
+    };
     for i in 0..splits.len() {
-        splits[i] = refined(&sums, &splits, i, n, &s);
+        splits[i] = edges.refined(&splits, i, &s);
     }
 
     let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
-    let ramps = RampFitter::new(&filtered);
+    let shape_values = shape_scale(&values).unwrap_or_else(|| filtered.clone());
+    let ramps = RampFitter::new(&shape_values);
     let confirm = Confirmation {
         values: &values,
         observations: &kept,
@@ -202,7 +209,7 @@ pub fn detect_change_points(
         .into_iter()
         .flatten()
         {
-            splits[neighbour] = refined(&sums, &splits, neighbour, n, &s);
+            splits[neighbour] = edges.refined(&splits, neighbour, &s);
         }
         let low = dropped.saturating_sub(2);
         let high = (dropped + 2).min(splits.len());
@@ -260,15 +267,6 @@ pub fn detect_change_points(
             }
         })
         .collect()
-}
-
-/// The best split for candidate `i` between its neighbours (at most `window` away).
-fn refined(sums: &PrefixSums, splits: &[usize], i: usize, n: usize, s: &Sensitivity) -> usize {
-    let at = splits[i];
-    let start = if i == 0 { 0 } else { splits[i - 1] }.max(at.saturating_sub(s.window));
-    let end = splits.get(i + 1).copied().unwrap_or(n).min(at + s.window);
-    sums.best_split(start, end, s.min_segment_len)
-        .map_or(at, |(split, _)| split)
 }
 
 /// The test of one candidate against its neighbourhood.
@@ -396,7 +394,10 @@ fn fully_separated(left: &[f64], right: &[f64]) -> bool {
 }
 
 mod autocorrelation;
+mod edges;
 mod ramp;
+#[cfg(test)]
+mod recorded;
 mod shape;
 #[cfg(test)]
 mod tests;
