@@ -25,6 +25,7 @@ mod grants;
 mod hostile;
 mod lease;
 mod listener;
+mod loaded_runs;
 mod metrics;
 mod noise;
 mod openapi;
