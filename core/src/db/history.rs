@@ -19,7 +19,10 @@ fn verdict_value(value: f64, samples: &str, direction: &str) -> f64 {
     if samples.len() < FAST_END_MIN_SAMPLES {
         return value;
     }
-    run_location(&samples, Direction::parse(direction).unwrap_or(Direction::Lower))
+    run_location(
+        &samples,
+        Direction::parse(direction).unwrap_or(Direction::Lower),
+    )
 }
 
 impl Db {

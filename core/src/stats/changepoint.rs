@@ -30,7 +30,7 @@ use super::sensitivity::Sensitivity;
 use super::verdict::VerdictKind;
 use autocorrelation::{for_autocorrelation, lag_one_correlation, significant_correlation};
 use edges::StepEdges;
-use ramp::{Ramp, RampFitter, drift_around, shape_scale};
+use ramp::{LogScale, Ramp, RampFitter, drift_around, shape_scale};
 use shape::{step_beats_line, swings};
 
 /// Standardized distance from the local median beyond which a short excursion is replaced.
@@ -132,7 +132,10 @@ pub fn detect_change_points(
     // Reported like the noise model's commit-to-commit spread, so the numbers agree.
     let noise_abs = (tail_matched_sd(&mut changes) * magnitude).min(f64::MAX);
     let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
-    let shape_values = shape_scale(&values).unwrap_or_else(|| filtered.clone());
+    let logs = LogScale::new(&values);
+    let shape_values = (logs.as_ref())
+        .and_then(shape_scale)
+        .unwrap_or_else(|| filtered.clone());
     let ramps = RampFitter::new(&shape_values);
     let confirm = Confirmation {
         values: &values,
@@ -141,7 +144,7 @@ pub fn detect_change_points(
         standardized: &filtered,
         ramps: &ramps,
         steppiness: threshold * threshold,
-        smallest_step: smallest_step(&values, noise_abs),
+        smallest_step: smallest_step(logs, noise_abs),
         settings: &s,
     };
     let mut evidence: Vec<Option<Evidence>> = vec![None; splits.len()];
@@ -418,14 +421,15 @@ impl SmallestStep {
     }
 }
 
-/// [`MIN_STEP_IN_NOISE`] × the commit-to-commit noise of `values` (`noise_abs` in their unit),
-/// measured like the reported noise (see [`tail_matched_sd`]).
-fn smallest_step(values: &[f64], noise_abs: f64) -> SmallestStep {
-    if values.iter().all(|&v| v > 0.0) {
-        let mut changes: Vec<f64> = values.windows(2).map(|w| (w[1] / w[0]).ln()).collect();
-        SmallestStep::Ratio(MIN_STEP_IN_NOISE * tail_matched_sd(&mut changes))
-    } else {
-        SmallestStep::Absolute(MIN_STEP_IN_NOISE * noise_abs)
+/// [`MIN_STEP_IN_NOISE`] × the commit-to-commit noise of the series (`noise_abs` in the
+/// values' unit), measured like the reported noise (see [`tail_matched_sd`]); on the ratio
+/// scale when the series is positive (`logs`).
+fn smallest_step(logs: Option<LogScale>, noise_abs: f64) -> SmallestStep {
+    match logs {
+        Some(mut logs) => {
+            SmallestStep::Ratio(MIN_STEP_IN_NOISE * tail_matched_sd(&mut logs.changes))
+        }
+        None => SmallestStep::Absolute(MIN_STEP_IN_NOISE * noise_abs),
     }
 }
 
