@@ -7,8 +7,8 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::api::{TestApp, specs};
-use crate::support::TestRepo;
+use crate::api::specs;
+use crate::verdicts::repository_r;
 
 /// 75 samples of a run whose code takes `level` ns, of which `slowed` are slowed by other
 /// work to 1.5–2.3 × `level`.
@@ -44,8 +44,6 @@ fn upload(sha: &str, samples: &[f64]) -> Value {
 
 #[tokio::test]
 async fn a_slowdown_under_load_is_a_regression_and_the_same_code_is_not() {
-    let app = TestApp::new().await;
-    let repo = TestRepo::new();
     // 0.3.1, its docs commit, 0.3.2, its docs commit (no code changed between each pair),
     // then 0.4.0.
     let runs = [
@@ -55,14 +53,7 @@ async fn a_slowdown_under_load_is_a_regression_and_the_same_code_is_not() {
         (62_400.0, 38),
         (92_500.0, 68),
     ];
-    let shas: Vec<String> = (0..runs.len())
-        .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
-        .collect();
-    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
-    assert_eq!(
-        app.post("/api/v1/repos", &body).await.0,
-        StatusCode::CREATED
-    );
+    let (app, _repo, shas) = repository_r(runs.len()).await;
     let mut medians = Vec::new();
     for (sha, &(level, slowed)) in shas.iter().zip(&runs) {
         let samples = loaded_run(level, slowed);

@@ -9,6 +9,15 @@ fn observations(values: &[f64]) -> Vec<CommitObservation> {
         .collect()
 }
 
+/// The one change point found in `values`.
+fn one_change(values: &[f64], direction: Direction) -> ChangePoint {
+    let found = detect_change_points(&observations(values), direction, &Sensitivity::default());
+    let [change] = found.as_slice() else {
+        panic!("one change expected: {found:?}");
+    };
+    change.clone()
+}
+
 /// `ring/write_path/record latency_p999` (ns): a write() syscall per sample lands at commit
 /// 22, and the p99.9 goes from about 40 ns to thousands, wandering by a thousand from one
 /// commit to the next where it wandered by a few before. On the linear scale a 4-commit
@@ -22,14 +31,7 @@ const RING_P999: [f64; 30] = [
 
 #[test]
 fn a_huge_noisy_step_is_a_step_at_its_commit_not_a_drift_before_it() {
-    let found = detect_change_points(
-        &observations(&RING_P999),
-        Direction::Lower,
-        &Sensitivity::default(),
-    );
-    let [change] = found.as_slice() else {
-        panic!("one change expected: {found:?}");
-    };
+    let change = one_change(&RING_P999, Direction::Lower);
     assert_eq!((change.position, change.span), (22, 1), "{change:?}");
     assert_eq!(change.method, "seeded-segmentation+mann-whitney");
     assert_eq!(change.kind, VerdictKind::Regression);
@@ -48,14 +50,7 @@ const HOT_TENANT_THROUGHPUT: [f64; 30] = [
 
 #[test]
 fn the_first_commit_of_a_new_level_that_dips_later_is_where_the_step_is() {
-    let found = detect_change_points(
-        &observations(&HOT_TENANT_THROUGHPUT),
-        Direction::Higher,
-        &Sensitivity::default(),
-    );
-    let [change] = found.as_slice() else {
-        panic!("one change expected: {found:?}");
-    };
+    let change = one_change(&HOT_TENANT_THROUGHPUT, Direction::Higher);
     assert_eq!((change.position, change.span), (17, 1), "{change:?}");
     assert_eq!(change.kind, VerdictKind::Improvement);
 }
@@ -71,14 +66,7 @@ fn a_spike_just_before_a_step_does_not_move_the_step() {
     }
     // A one-commit spike down two commits before the step.
     values[38] = 60.0;
-    let found = detect_change_points(
-        &observations(&values),
-        Direction::Lower,
-        &Sensitivity::default(),
-    );
-    let [change] = found.as_slice() else {
-        panic!("one change expected: {found:?}");
-    };
+    let change = one_change(&values, Direction::Lower);
     assert_eq!(change.position, 40, "{change:?}");
 }
 
