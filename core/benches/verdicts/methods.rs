@@ -64,12 +64,18 @@ impl Method {
     }
 
     pub fn detect(self, series: &[CommitObservation]) -> Vec<Detection> {
+        self.detect_in(series, Direction::Lower)
+    }
+
+    /// [`Self::detect`] on a series whose better values go `direction` (it decides which end
+    /// of a run's samples kymo's per-commit test compares).
+    pub fn detect_in(self, series: &[CommitObservation], direction: Direction) -> Vec<Detection> {
         let values: Vec<f64> = series.iter().map(|o| o.value).collect();
         let alerts: Vec<Option<bool>> = match self {
             Method::KymoChangePoints => {
-                return kymo_detections(series, &Sensitivity::default());
+                return kymo_detections(series, direction, &Sensitivity::default());
             }
-            Method::KymoPerCommit => kymo_per_commit(series),
+            Method::KymoPerCommit => kymo_per_commit(series, direction),
             Method::BencherTTest => (0..values.len())
                 .map(|t| bencher_t_test(&values, t))
                 .collect(),
@@ -87,8 +93,12 @@ impl Method {
 }
 
 /// kymo's change points as detections.
-pub fn kymo_detections(series: &[CommitObservation], sensitivity: &Sensitivity) -> Vec<Detection> {
-    detect_change_points(series, Direction::Lower, sensitivity)
+pub fn kymo_detections(
+    series: &[CommitObservation],
+    direction: Direction,
+    sensitivity: &Sensitivity,
+) -> Vec<Detection> {
+    detect_change_points(series, direction, sensitivity)
         .into_iter()
         .map(|c| Detection {
             position: c.position,
@@ -190,7 +200,7 @@ fn conbench(values: &[f64], t: usize) -> Option<bool> {
 
 /// kymo's per-commit test of every commit against its parent, with the noise model of the
 /// previous ≤ 100 commits (values only: the test needs just their commit-to-commit spread).
-fn kymo_per_commit(series: &[CommitObservation]) -> Vec<Option<bool>> {
+fn kymo_per_commit(series: &[CommitObservation], direction: Direction) -> Vec<Option<bool>> {
     let history: Vec<CommitObservation> = series
         .iter()
         .map(|o| CommitObservation::new(o.position, o.value))
@@ -210,7 +220,7 @@ fn kymo_per_commit(series: &[CommitObservation]) -> Vec<Option<bool>> {
             let verdict = compare(
                 &samples_of(&series[parent]),
                 &samples_of(&series[t]),
-                Direction::Lower,
+                direction,
                 &noise,
                 &sensitivity,
             );

@@ -123,6 +123,11 @@ fn series() -> Vec<(String, RealSeries, Direction)> {
             .trim_end_matches(|c: char| c.is_ascii_digit())
             .trim_end_matches('-');
         for &(metric, higher) in metrics {
+            let direction = if higher {
+                Direction::Higher
+            } else {
+                Direction::Lower
+            };
             let observations = (commits.iter().enumerate())
                 .map(|(i, (_, samples))| {
                     let samples = if higher {
@@ -130,7 +135,7 @@ fn series() -> Vec<(String, RealSeries, Direction)> {
                     } else {
                         samples.clone()
                     };
-                    CommitObservation::from_samples(i, samples)
+                    CommitObservation::from_run(i, samples, direction)
                 })
                 .collect();
             let labels = std::iter::once(Label::Unscored)
@@ -140,11 +145,6 @@ fn series() -> Vec<(String, RealSeries, Direction)> {
                         .map(|w| label(&runs, truth_load, bench, &w[0].0, &w[1].0, higher)),
                 )
                 .collect();
-            let direction = if higher {
-                Direction::Higher
-            } else {
-                Direction::Lower
-            };
             all.push((
                 format!("{load} {history} {bench} {metric}"),
                 RealSeries {
@@ -160,14 +160,14 @@ fn series() -> Vec<(String, RealSeries, Direction)> {
 
 /// What the server reports over a growing history: at every new commit, the change points
 /// and the provisional change in the newest commits; every finding ever reported counts.
-fn replayed_analysis(series: &[CommitObservation]) -> Vec<Detection> {
+fn replayed_analysis(series: &[CommitObservation], direction: Direction) -> Vec<Detection> {
     let s = Sensitivity::default();
     let mut found: Vec<Detection> = Vec::new();
     for end in 2..=series.len() {
         let prefix = &series[..end];
-        let mut points = detect_change_points(prefix, Direction::Lower, &s);
+        let mut points = detect_change_points(prefix, direction, &s);
         let settled = points.last().map_or(0, |cp| cp.position);
-        if let Some(mut recent) = detect_tail_change(&prefix[settled..], Direction::Lower, &s) {
+        if let Some(mut recent) = detect_tail_change(&prefix[settled..], direction, &s) {
             recent.position += settled;
             points.push(recent);
         }
@@ -244,10 +244,10 @@ pub fn evaluate() -> (f64, f64, bool) {
         .chain(["kymo analysis, replayed commit by commit"]);
     for (m, name) in names.enumerate() {
         let mut counts = Counts::default();
-        for (_, real, _) in &all {
+        for (_, real, direction) in &all {
             let detections = match Method::ALL.get(m) {
-                Some(method) => method.detect(&real.observations),
-                None => replayed_analysis(&real.observations),
+                Some(method) => method.detect_in(&real.observations, *direction),
+                None => replayed_analysis(&real.observations, *direction),
             };
             score(&mut counts, &real.labels, &detections);
         }
@@ -264,7 +264,7 @@ pub fn evaluate() -> (f64, f64, bool) {
         }
     }
     println!();
-    for (name, real, _) in &all {
+    for (name, real, direction) in &all {
         if !name.contains(" versions encode time") {
             continue;
         }
@@ -275,9 +275,9 @@ pub fn evaluate() -> (f64, f64, bool) {
         let at = |found: &[Detection]| {
             slow.is_some_and(|i| found.iter().any(|d| d.position == i && d.rise))
         };
-        let replayed = replayed_analysis(&real.observations);
+        let replayed = replayed_analysis(&real.observations, *direction);
         let analysis = at(&replayed);
-        let at_once = at(&Method::KymoPerCommit.detect(&real.observations));
+        let at_once = at(&Method::KymoPerCommit.detect_in(&real.observations, *direction));
         println!(
             "- {name}: the slowdown at commit {} is {} by the analysis{}",
             slow.map_or("?".to_owned(), |i| i.to_string()),
@@ -294,11 +294,8 @@ pub fn evaluate() -> (f64, f64, bool) {
         );
         slowdown_flagged &= analysis;
         if !analysis && std::env::var_os("KYMO_VERDICTS_VERBOSE").is_some() {
-            let points = detect_change_points(
-                &real.observations,
-                Direction::Lower,
-                &Sensitivity::default(),
-            );
+            let points =
+                detect_change_points(&real.observations, *direction, &Sensitivity::default());
             println!("  replayed: {replayed:?}\n  final: {points:#?}");
         }
     }

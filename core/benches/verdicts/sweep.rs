@@ -1,5 +1,6 @@
 //! kymo's change points at other sensitivity settings, to show how the defaults were chosen.
 
+use kymo_core::model::Direction;
 use kymo_core::stats::{CommitObservation, Sensitivity};
 
 use crate::generator::{LEN, Rng, generate};
@@ -28,12 +29,13 @@ pub fn sweep(scenarios: &[Scenario]) {
                 for i in 0..SERIES_PER_SCENARIO {
                     let mut rng = Rng::new(1_000_003 * index as u64 + i as u64);
                     let labeled = generate(&mut rng, &scenario.recipe);
-                    let detections = kymo_detections(&labeled.observations, &sensitivity);
+                    let detections =
+                        kymo_detections(&labeled.observations, Direction::Lower, &sensitivity);
                     let (mut tally, matched) = score(&labeled.events, &detections, LEN);
                     for (event, found) in labeled.events.iter().zip(&matched) {
                         if event.is_step && found.is_some() {
                             let detect = |prefix: &[CommitObservation]| {
-                                kymo_detections(prefix, &sensitivity)
+                                kymo_detections(prefix, Direction::Lower, &sensitivity)
                             };
                             tally.delays.push(replayed_delay(detect, &labeled, event));
                         }

@@ -3,14 +3,29 @@
 //! compare of many series, in one query; and the noise models the analysis stores so that a
 //! compare need not read that history at all.
 
-use crate::stats::{NoiseModel, NoiseWindow};
+use crate::model::Direction;
+use crate::stats::{FAST_END_MIN_SAMPLES, NoiseModel, NoiseWindow, run_location};
 
 use super::{Db, DbError};
+use crate::samples::Samples;
+
+/// A run's value as verdicts see it: the fast end of its samples when it has
+/// [`FAST_END_MIN_SAMPLES`] or more, else its stored `value`.
+fn verdict_value(value: f64, samples: &[f64], direction: &str) -> f64 {
+    if samples.len() < FAST_END_MIN_SAMPLES {
+        return value;
+    }
+    run_location(
+        samples,
+        Direction::parse(direction).unwrap_or(Direction::Lower),
+    )
+}
 
 impl Db {
     /// The values (with their history positions) of the last `limit` points of a series before
     /// position `before` (all positions when `None`), oldest first. What a per-commit verdict's
-    /// noise model uses; the samples, which it does not use, are neither read nor parsed.
+    /// noise model uses; samples are parsed only for runs with enough of them to stand for
+    /// their fast end.
     pub async fn series_values_before(
         &self,
         series_id: i64,
@@ -18,8 +33,10 @@ impl Db {
         limit: i64,
     ) -> Result<Vec<(i64, f64)>, DbError> {
         let rows = sqlx::query!(
-            r#"SELECT c.position AS "position!", x.value
+            r#"SELECT c.position AS "position!", x.value, x.samples AS "samples: Samples",
+                      s.direction
                FROM measurements x JOIN commits c ON c.id = x.commit_id
+               JOIN series s ON s.id = x.series_id
                WHERE x.series_id = ? AND c.position IS NOT NULL
                  AND (? IS NULL OR c.position < ?)
                  AND x.id = (SELECT max(y.id) FROM measurements y
@@ -35,7 +52,7 @@ impl Db {
         Ok(rows
             .into_iter()
             .rev()
-            .map(|r| (r.position, r.value))
+            .map(|r| (r.position, verdict_value(r.value, &r.samples, &r.direction)))
             .collect())
     }
 
@@ -51,10 +68,12 @@ impl Db {
     ) -> Result<Vec<(i64, i64, f64)>, DbError> {
         let ids = serde_json::to_string(series_ids).expect("integers serialize");
         let rows = sqlx::query!(
-            r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value
+            r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value,
+                      x.samples AS "samples: Samples", s.direction
                FROM commits c
                JOIN runs r ON r.commit_id = c.id
                JOIN measurements x ON x.run_id = r.id
+               JOIN series s ON s.id = x.series_id
                WHERE c.repository_id = ? AND c.position >= ? AND c.position < ?
                  AND x.series_id IN (SELECT value FROM json_each(?))
                  AND x.id = (SELECT max(y.id) FROM measurements y
@@ -69,7 +88,10 @@ impl Db {
         .await?;
         Ok(rows
             .into_iter()
-            .map(|r| (r.series_id, r.position, r.value))
+            .map(|r| {
+                let value = verdict_value(r.value, &r.samples, &r.direction);
+                (r.series_id, r.position, value)
+            })
             .collect())
     }
 

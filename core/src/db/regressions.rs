@@ -2,6 +2,9 @@
 
 use sqlx::SqliteConnection;
 
+use crate::model::Direction;
+use crate::stats::{FAST_END_MIN_SAMPLES, run_location};
+
 use super::{Db, DbError};
 use crate::samples::Samples;
 
@@ -10,9 +13,13 @@ use crate::samples::Samples;
 pub struct AnalysisPoint {
     pub commit_id: i64,
     pub position: i64,
+    /// The commit's value as verdicts see it: the fast end of its samples when there are
+    /// [`FAST_END_MIN_SAMPLES`] or more (see [`run_location`]), else the stored value (the
+    /// median of all samples for a commit measured several times).
     pub value: f64,
     pub samples: Vec<f64>,
-    /// The value of the commit's latest run alone: what a verdict's noise model reads.
+    /// The value of the commit's latest run alone (its fast end too, with samples enough):
+    /// what a verdict's noise model reads.
     pub latest_value: f64,
 }
 
@@ -114,8 +121,9 @@ impl Db {
     pub async fn analysis_points(&self, series_id: i64) -> Result<Vec<AnalysisPoint>, DbError> {
         let rows = sqlx::query!(
             r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value,
-                      x.samples AS "samples: Samples"
+                      x.samples AS "samples: Samples", s.direction
                FROM measurements x JOIN commits c ON c.id = x.commit_id
+               JOIN series s ON s.id = x.series_id
                WHERE x.series_id = ? AND c.position IS NOT NULL
                ORDER BY c.position, x.id"#,
             series_id
@@ -126,12 +134,22 @@ impl Db {
         let mut values: Vec<f64> = Vec::new();
         for r in rows {
             let samples = r.samples.0;
+            let direction = Direction::parse(&r.direction).unwrap_or(Direction::Lower);
+            // A run of many samples stands for their fast end, as in a verdict.
+            let located = |value: f64, samples: &[f64]| {
+                if samples.len() >= FAST_END_MIN_SAMPLES {
+                    run_location(samples, direction)
+                } else {
+                    value
+                }
+            };
+            let latest = located(r.value, &samples);
             match points.last_mut() {
                 Some(last) if last.commit_id == r.commit_id => {
                     values.push(r.value);
                     last.samples.extend(samples);
-                    last.value = pooled_value(&last.samples, &values);
-                    last.latest_value = r.value;
+                    last.value = located(pooled_value(&last.samples, &values), &last.samples);
+                    last.latest_value = latest;
                 }
                 _ => {
                     values.clear();
@@ -139,9 +157,9 @@ impl Db {
                     points.push(AnalysisPoint {
                         commit_id: r.commit_id,
                         position: r.position,
-                        value: r.value,
+                        value: latest,
                         samples,
-                        latest_value: r.value,
+                        latest_value: latest,
                     });
                 }
             }

@@ -29,6 +29,7 @@ mod compare;
 pub mod distribution;
 #[cfg(test)]
 mod issue_cases;
+mod location;
 mod mann_whitney;
 mod noise;
 mod noise_window;
@@ -47,6 +48,7 @@ mod within_segments;
 pub use crate::model::Direction;
 pub use changepoint::{ChangePoint, detect_change_points};
 pub use compare::compare;
+pub use location::{FAST_END_MIN_SAMPLES, run_location};
 pub use noise::{CommitObservation, MIN_HISTORY_CHANGES, NoiseModel, noise_model};
 pub use noise_window::{NOISE_HISTORY, NoiseWindow, noise_of_values, noise_windows};
 pub use sensitivity::{Sensitivity, SensitivityError, SensitivityOverrides};

@@ -8,6 +8,9 @@
 
 use serde::Serialize;
 
+use crate::model::Direction;
+
+use super::location::run_location;
 use super::robust::{MAD_TO_SD, mad_in_place, median, median_in_place, sample_sd};
 use super::within_segments::segment_spread;
 
@@ -44,6 +47,16 @@ impl CommitObservation {
         Self {
             position,
             value: median(&finite),
+            samples,
+        }
+    }
+
+    /// An observation of a run's samples standing for their location as verdicts see it
+    /// ([`run_location`]): the fast end of many samples, the median of few.
+    pub fn from_run(position: usize, samples: Vec<f64>, direction: Direction) -> Self {
+        Self {
+            position,
+            value: run_location(&samples, direction),
             samples,
         }
     }

@@ -26,6 +26,7 @@ mod grants;
 mod hostile;
 mod lease;
 mod listener;
+mod loaded_runs;
 mod metrics;
 mod noise;
 mod openapi;

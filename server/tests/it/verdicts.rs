@@ -31,7 +31,7 @@ fn upload(sha: &str, level: f64, i: usize) -> Value {
 
 /// An app with a repository `r` of `commits` commits; the temporary repository is returned
 /// so that it lives as long as the test.
-async fn repository_r(commits: usize) -> (TestApp, TestRepo, Vec<String>) {
+pub async fn repository_r(commits: usize) -> (TestApp, TestRepo, Vec<String>) {
     let app = TestApp::new().await;
     let repo = TestRepo::new();
     let shas: Vec<String> = (0..commits)
