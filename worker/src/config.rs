@@ -48,6 +48,9 @@ pub struct Suite {
     pub timeout: Duration,
     /// Declared variables, network and resource limits of its commands.
     pub boundary: SuiteBoundary,
+    /// Run the command once more under valgrind and store the instructions it executed, for
+    /// programs that cannot say where a benchmark starts (see `instructions.rs`).
+    pub instructions: bool,
 }
 
 /// The output format a suite's `run` command prints: one of kymo-core's parsers.
@@ -139,6 +142,8 @@ struct RawSuite {
     processes: Option<i64>,
     memory: Option<String>,
     disk: Option<String>,
+    #[serde(default)]
+    instructions: bool,
 }
 
 /// Parses and validates the raw bytes of a `kymo.toml`, rejecting oversized or non-UTF-8 files.
@@ -244,6 +249,7 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
         repeat,
         timeout,
         boundary,
+        instructions: raw.instructions,
     })
 }
 
