@@ -393,6 +393,25 @@ run = "hyperfine --export-json - ./x"
     }
 
     #[test]
+    fn instruction_counts_are_asked_for_with_a_boolean() {
+        assert!(!parse_kymo_toml(&suite("")).unwrap().suites[0].instructions);
+        assert!(
+            parse_kymo_toml(&suite("instructions = true"))
+                .unwrap()
+                .suites[0]
+                .instructions
+        );
+        for bad in [
+            "instructions = \"yes\"",
+            "instructions = 1",
+            "instructions = [true]",
+        ] {
+            let error = error_of(&suite(bad)).to_string();
+            assert!(error.contains("instructions"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
     fn every_format_name_round_trips() {
         for format in ResultFormat::ALL {
             let text = suite(&format!("format = {:?}", format.as_str()));
