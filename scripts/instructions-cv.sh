@@ -6,12 +6,16 @@
 # median wall time (throughput for fair_queue) and of its instruction count, idle and loaded.
 #
 #   scripts/instructions-cv.sh [RUNS]      # default 10; about 15 s per run on 2 cores
+#   KYMO_KERNELS="target/release/kymo kernels" scripts/instructions-cv.sh   # a built binary
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-10}"
-target="${CARGO_TARGET_DIR:-target}"
-cargo build --release -q -p bench-kernels --bin kymo-kernels
-kernels="$(realpath "$target/release/kymo-kernels")"
+if [ -z "${KYMO_KERNELS:-}" ]; then
+  target="${CARGO_TARGET_DIR:-target}"
+  cargo build --release -q -p bench-kernels --bin kymo-kernels
+  KYMO_KERNELS="$(realpath "$target/release/kymo-kernels")"
+fi
+read -r -a kernels <<<"$KYMO_KERNELS"
 out="$(mktemp -d)"
 burners=()
 stop_burners() {
@@ -23,7 +27,7 @@ trap 'stop_burners; rm -rf "$out"' EXIT
 measure() { # $1: idle | loaded
   # The count run has its own filter: only the kernels with counted regions run twice.
   for i in $(seq 1 "$runs"); do
-    "$kernels" --quick --json --instructions \
+    "${kernels[@]}" --quick --json --instructions \
       --filter ring/ --filter bus/ --filter fair_queue/ --filter log_read/ \
       > "$out/$1.$i.json" 2>/dev/null
   done
