@@ -663,7 +663,11 @@ mod repository_config {
         let config = parse_kymo_toml(include_str!("../../kymo.toml")).unwrap();
         assert_eq!(config.suites[0].name, "kernels");
         assert_eq!(config.suites[0].repeat, 3);
-        let vm_scale = &config.suites[1];
+        let counts = &config.suites[1];
+        assert_eq!(counts.name, "kernels-instructions");
+        assert!(counts.run.contains("--instructions-only"), "{}", counts.run);
+        assert_eq!(counts.repeat, 1, "a count does not vary: one per commit");
+        let vm_scale = &config.suites[2];
         assert_eq!(vm_scale.name, "vm-scale");
         assert!(vm_scale.run.contains("vm-scale --json"), "{}", vm_scale.run);
     }
