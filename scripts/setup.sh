@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test kymo: git (for the tests' repositories),
-# a C toolchain for SQLite and libgit2, Chromium for the browser tests, and htmx and
-# playwright-core from the npm registry (package-lock.json).
+# a C toolchain for SQLite and libgit2, Chromium for the browser tests, valgrind for instruction
+# counts, and htmx and playwright-core from the npm registry (package-lock.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,9 @@ pkg-config --exists openssl 2>/dev/null || need_apt+=(libssl-dev)
 # The webhook tests' git hook signs and posts its payload with openssl and curl.
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v curl >/dev/null || need_apt+=(curl)
+# Instruction counts (`kymo-kernels --instructions`, a suite's `instructions = true`, the demo)
+# run the benchmark under valgrind's callgrind.
+command -v valgrind >/dev/null || need_apt+=(valgrind)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::instructions::SelfCommand;
 use crate::runner::{self, BusWorkload, RunContext};
 use crate::variants::{
     BusBackend, PublishMode, SchedulerKind, SealedReader, StoreKind, Variants, WakeMode,
@@ -47,6 +48,18 @@ struct RunArgs {
     /// Print kymo JSON on stdout (progress stays on stderr).
     #[arg(long)]
     json: bool,
+    /// Also count each kernel's instructions under valgrind (callgrind), as the metric
+    /// `instructions`.
+    #[arg(long)]
+    instructions: bool,
+    /// Only count instructions: print no wall time, one count per benchmark (a suite that
+    /// counts once beside a suite that times with repeats).
+    #[arg(long, conflicts_with = "instructions")]
+    instructions_only: bool,
+    /// Be the count run that `--instructions` starts under callgrind: walk the selected
+    /// kernels once through their counted regions and print the region tally.
+    #[arg(long, hide = true)]
+    counting: bool,
     /// A TOML file choosing kernel variants; flags below override it.
     #[arg(long, value_name = "FILE", env = "KYMO_KERNELS_VARIANTS")]
     variants: Option<PathBuf>,
@@ -132,7 +145,7 @@ pub fn run_cli(args: Vec<String>) -> anyhow::Result<()> {
 /// subcommands `path` (the hidden `kymo kernels` passes `["kernels"]`): vm-scale launches its
 /// VMMs through the same path.
 pub fn run_cli_under(path: &[&str], args: Vec<String>) -> anyhow::Result<()> {
-    let cli = Cli::try_parse_from(std::iter::once("kymo-kernels".to_string()).chain(args))
+    let cli = Cli::try_parse_from(std::iter::once("kymo-kernels".to_string()).chain(args.clone()))
         .unwrap_or_else(|e| e.exit());
     match cli.command {
         Some(Command::Produce(args)) => crate::produce::run_standalone(&args),
@@ -141,11 +154,17 @@ pub fn run_cli_under(path: &[&str], args: Vec<String>) -> anyhow::Result<()> {
             let launcher = crate::vm_scale::VmmLauncher::current(path)?;
             crate::vm_scale::run_scale(&args, &launcher)
         }
-        None => run_benchmarks(&cli.run),
+        None => {
+            let itself = SelfCommand {
+                program: std::env::current_exe().context("cannot find the running executable")?,
+                prefix: path.iter().map(ToString::to_string).collect(),
+            };
+            run_benchmarks(&cli.run, &itself, &args)
+        }
     }
 }
 
-fn run_benchmarks(args: &RunArgs) -> anyhow::Result<()> {
+fn run_benchmarks(args: &RunArgs, itself: &SelfCommand, argv: &[String]) -> anyhow::Result<()> {
     let variants = args.variants()?;
     let bus = args.bus_workload()?;
     let mut stdout = std::io::stdout().lock();
@@ -167,7 +186,28 @@ fn run_benchmarks(args: &RunArgs) -> anyhow::Result<()> {
         bus,
         scratch: scratch.path().to_path_buf(),
     };
-    let report = runner::run_selected(&context, &args.filter)?;
+    if args.counting {
+        crate::instructions::region::start_counting();
+        let tallies = runner::tally_regions(&context, &args.filter)?;
+        writeln!(stdout, "{}", serde_json::to_string(&tallies)?)?;
+        return Ok(());
+    }
+    let report = if args.instructions_only {
+        context.progress("counting instructions under callgrind");
+        let report = crate::instructions::report_of(&crate::instructions::count(itself, argv)?);
+        for result in &report.benchmarks {
+            result.validate()?;
+        }
+        report
+    } else {
+        let mut report = runner::run_selected(&context, &args.filter)?;
+        if args.instructions {
+            context.progress("counting instructions under callgrind");
+            let counts = crate::instructions::count(itself, argv)?;
+            crate::instructions::attach(&mut report, &counts);
+        }
+        report
+    };
     anyhow::ensure!(
         !report.benchmarks.is_empty(),
         "no benchmark matches the filters {:?} (see --list)",

@@ -16,6 +16,7 @@ pub mod capture;
 mod cli;
 pub mod error;
 pub mod fair_queue;
+pub mod instructions;
 pub mod log_read;
 pub mod measure;
 pub mod produce;

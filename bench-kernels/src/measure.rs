@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::error::KernelError;
+use crate::instructions::region::{COUNTED_OPERATIONS, counted, counting};
 
 /// The median of `values`; 0 for an empty slice (callers never pass one on purpose, and a
 /// report with a zero is easier to diagnose than a panic mid-run).
@@ -46,6 +47,13 @@ pub fn ns_per_op_for(
     per_repetition: Duration,
     mut body: impl FnMut(u64),
 ) -> (u64, Vec<f64>) {
+    if counting() {
+        // The count run: a fixed number of operations, warmed up once like a timed run.
+        let ops = COUNTED_OPERATIONS;
+        body(ops.div_ceil(4));
+        let ((), elapsed) = timed(|| counted(|| body(ops)));
+        return (ops, vec![elapsed.as_nanos() as f64 / ops as f64]);
+    }
     let ops = operations_for(per_repetition, |ops| timed(|| body(ops)).1);
     let samples = (0..repetitions)
         .map(|_| {
@@ -118,6 +126,12 @@ pub fn per_op_latency(
     for i in 0..warmup {
         op(i);
     }
+    // The count run counts the timed loops, not this one; a short histogram keeps it quick.
+    let iterations = if counting() {
+        iterations.min(1_000)
+    } else {
+        iterations
+    };
     let overhead = timer_overhead_ns();
     let mut histogram = latency_histogram();
     for i in 0..iterations {

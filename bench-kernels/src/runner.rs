@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use crate::error::KernelError;
+use crate::instructions::RegionTally;
+use crate::instructions::region::regions_entered;
 use crate::report::{BenchmarkResult, Report};
 use crate::variants::Variants;
 
@@ -58,6 +60,12 @@ pub trait Suite {
     /// The first part of every benchmark name in this suite.
     fn name(&self) -> &'static str;
 
+    /// Whether its benchmarks run their work in counted regions (see
+    /// [`crate::instructions`]); the count run skips the suites that do not.
+    fn counts_instructions(&self) -> bool {
+        true
+    }
+
     /// Every benchmark name of this suite; with `quick`, the reduced set.
     fn benchmarks(&self, quick: bool) -> Vec<String>;
 
@@ -106,6 +114,33 @@ pub fn run_selected(context: &RunContext, filters: &[String]) -> Result<Report, 
         benchmarks.extend(results);
     }
     Ok(Report { benchmarks })
+}
+
+/// The count run (see [`crate::instructions`]): runs every selected benchmark on its own and
+/// tallies the counted regions each one entered. Results are discarded: under callgrind
+/// their times mean nothing.
+pub fn tally_regions(
+    context: &RunContext,
+    filters: &[String],
+) -> Result<Vec<RegionTally>, KernelError> {
+    let mut tallies = Vec::new();
+    for suite in all_suites().into_iter().filter(|s| s.counts_instructions()) {
+        for name in selected_names(suite.as_ref(), context.quick, filters) {
+            let before = regions_entered();
+            let results = suite.run(std::slice::from_ref(&name), context)?;
+            let params = results
+                .into_iter()
+                .next()
+                .map(|r| r.params)
+                .unwrap_or_default();
+            tallies.push(RegionTally {
+                name,
+                params,
+                regions: regions_entered() - before,
+            });
+        }
+    }
+    Ok(tallies)
 }
 
 /// Rejects a name a suite was handed but does not know; a suite's `run` ends its `match`

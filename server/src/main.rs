@@ -17,6 +17,17 @@ fn main() -> ExitCode {
         // SAFETY: called before any thread is started; SIG_DFL is a valid disposition.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
+    if let Command::Kernels { args } = cli.command {
+        // The kernels need no runtime or logging: starting a multi-threaded runtime costs
+        // little natively but seconds under valgrind, which the instruction-count run is.
+        return match bench_kernels::run_cli_under(&["kernels"], args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("error: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // The demo shows a progress bar and a summary; its service logs would drown them.
     let quiet = matches!(cli.command, Command::Demo { .. });
     kymo_server::telemetry::init(if quiet { "warn" } else { "info" });

@@ -48,6 +48,9 @@ pub struct Suite {
     pub timeout: Duration,
     /// Declared variables, network and resource limits of its commands.
     pub boundary: SuiteBoundary,
+    /// Run the command once more under valgrind and store the instructions it executed, for
+    /// programs that cannot say where a benchmark starts (see `instructions.rs`).
+    pub instructions: bool,
 }
 
 /// The output format a suite's `run` command prints: one of kymo-core's parsers.
@@ -139,6 +142,8 @@ struct RawSuite {
     processes: Option<i64>,
     memory: Option<String>,
     disk: Option<String>,
+    #[serde(default)]
+    instructions: bool,
 }
 
 /// Parses and validates the raw bytes of a `kymo.toml`, rejecting oversized or non-UTF-8 files.
@@ -244,6 +249,7 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
         repeat,
         timeout,
         boundary,
+        instructions: raw.instructions,
     })
 }
 
@@ -384,6 +390,25 @@ run = "hyperfine --export-json - ./x"
         assert_eq!(second.format, ResultFormat::Kymo);
         assert_eq!(second.repeat, 1);
         assert_eq!(second.timeout, DEFAULT_TIMEOUT);
+    }
+
+    #[test]
+    fn instruction_counts_are_asked_for_with_a_boolean() {
+        assert!(!parse_kymo_toml(&suite("")).unwrap().suites[0].instructions);
+        assert!(
+            parse_kymo_toml(&suite("instructions = true"))
+                .unwrap()
+                .suites[0]
+                .instructions
+        );
+        for bad in [
+            "instructions = \"yes\"",
+            "instructions = 1",
+            "instructions = [true]",
+        ] {
+            let error = error_of(&suite(bad)).to_string();
+            assert!(error.contains("instructions"), "{bad}: {error}");
+        }
     }
 
     #[test]
@@ -638,7 +663,11 @@ mod repository_config {
         let config = parse_kymo_toml(include_str!("../../kymo.toml")).unwrap();
         assert_eq!(config.suites[0].name, "kernels");
         assert_eq!(config.suites[0].repeat, 3);
-        let vm_scale = &config.suites[1];
+        let counts = &config.suites[1];
+        assert_eq!(counts.name, "kernels-instructions");
+        assert!(counts.run.contains("--instructions-only"), "{}", counts.run);
+        assert_eq!(counts.repeat, 1, "a count does not vary: one per commit");
+        let vm_scale = &config.suites[2];
         assert_eq!(vm_scale.name, "vm-scale");
         assert!(vm_scale.run.contains("vm-scale --json"), "{}", vm_scale.run);
     }

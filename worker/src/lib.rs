@@ -10,6 +10,7 @@ pub mod config;
 pub mod credentials;
 pub mod exec;
 pub mod fingerprint;
+pub mod instructions;
 pub mod mirror;
 #[cfg(test)]
 mod properties;

@@ -10,6 +10,7 @@ use kymo_core::results::{SuiteResults, median};
 
 use crate::config::Suite;
 use crate::exec::{CommandOutcome, CommandSpec, ExitKind, run_command};
+use crate::instructions::{command_result, total_instructions, under_callgrind};
 use crate::sandbox::{Sandbox, SuiteDirs};
 
 /// Limits on what a benchmark command may print.
@@ -200,10 +201,47 @@ pub fn measure_suite(
         })?;
         repeats.push(parsed);
     }
+    let mut results = merge_repeats(repeats);
+    if suite.instructions {
+        let count = count_instructions(ctx, suite, log)?;
+        if results.benchmarks.iter().any(|b| b.key() == suite.name) {
+            return Err(SuiteFailure {
+                error: format!(
+                    "suite {:?}: `instructions = true` stores the count under a benchmark named \
+                     after the suite, and the suite's output already has one",
+                    suite.name
+                ),
+                log_tail: String::new(),
+            });
+        }
+        results.benchmarks.push(command_result(&suite.name, count));
+    }
     Ok(SuiteUpload {
         suite: suite.name.clone(),
-        results: merge_repeats(repeats),
+        results,
     })
+}
+
+/// Runs the suite's command once more under callgrind and returns the instructions that all
+/// its processes executed.
+fn count_instructions(
+    ctx: &SuiteContext,
+    suite: &Suite,
+    log: &mut String,
+) -> Result<u64, SuiteFailure> {
+    let logs = ctx.dirs.tmp.join("kymo-instructions");
+    let fail = |error: String| SuiteFailure {
+        error: format!("suite {:?}: counting instructions: {error}", suite.name),
+        log_tail: String::new(),
+    };
+    let _ = std::fs::remove_dir_all(&logs);
+    std::fs::create_dir_all(&logs).map_err(|e| fail(e.to_string()))?;
+    (ctx.progress)(format!("counting the instructions of suite {}", suite.name));
+    let command = under_callgrind(&suite.run, &logs);
+    run_step(ctx, suite, "instruction count", &command, log)?;
+    let total = total_instructions(&logs).map_err(fail);
+    let _ = std::fs::remove_dir_all(&logs);
+    total
 }
 
 /// Merges whole-suite repeats: every repeat's samples (or its single value) become samples

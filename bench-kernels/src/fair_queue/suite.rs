@@ -9,6 +9,7 @@ use super::{
     FairScheduler, FifoQueue, Scenario, ScenarioName, SimulationOutcome, TaskQueue, simulate,
 };
 use crate::error::KernelError;
+use crate::instructions::region::{counted, counting};
 use crate::report::{BenchmarkResult, Direction, Metric};
 use crate::runner::{RunContext, Suite, unknown};
 use crate::variants::SchedulerKind;
@@ -76,12 +77,13 @@ fn run_scenario(
     context: &RunContext,
 ) -> Result<BenchmarkResult, KernelError> {
     let kind = context.variants.fair_queue.scheduler;
-    let tested = simulate(&scenario, make_queue(kind, &scenario).as_ref());
+    // The simulation is single-threaded and seeded: its instruction count is deterministic.
+    let tested = counted(|| simulate(&scenario, make_queue(kind, &scenario).as_ref()));
     let fifo = simulate(
         &scenario,
         make_queue(SchedulerKind::Fifo, &scenario).as_ref(),
     );
-    let repetitions = context.sized(7, 9);
+    let repetitions = if counting() { 1 } else { context.sized(7, 9) };
     let throughput: Vec<f64> = (0..repetitions)
         .map(|_| measured_throughput(&scenario, make_queue(kind, &scenario).as_ref()))
         .collect();

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::segment::{RECORD_BYTES, RECORD_HEADER_BYTES, Segment};
 use crate::error::KernelError;
+use crate::instructions::region::{counted, counting};
 use crate::measure::median;
 use crate::report::{BenchmarkResult, Direction, Metric};
 use crate::runner::{RunContext, Suite, unknown};
@@ -180,12 +181,18 @@ fn repeat(
     repetitions: usize,
     mut pass: impl FnMut() -> Result<u64, KernelError>,
 ) -> Result<Throughput, KernelError> {
+    let repetitions = if counting() { 1 } else { repetitions };
     let mut samples_ns = Vec::with_capacity(repetitions);
     let mut bytes = 0;
     // The first pass warms up and is not kept.
     for rep in 0..=repetitions {
         let start = Instant::now();
-        bytes = pass()?;
+        // In the count run, the one kept pass is the counted one.
+        bytes = if rep > 0 {
+            counted(&mut pass)?
+        } else {
+            pass()?
+        };
         if rep > 0 {
             samples_ns.push(start.elapsed().as_nanos() as f64);
         }

@@ -1,3 +1,4 @@
 //! The `kymo-kernels` binary as a suite runs it.
 
+mod instructions;
 mod vm_scale;

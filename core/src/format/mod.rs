@@ -18,6 +18,7 @@
 //! | `alloc_bytes`, `allocs` | `B`, `allocs` | lower | go `B/op`, `allocs/op` |
 //! | go custom units (`words/op`) | the unit itself | higher if it ends in `/s` | go `b.ReportMetric` |
 //! | BMF measures | by measure, see [`bmf`] | by measure | Bencher Metric Format |
+//! | `instructions`, `estimated_cycles` | `instructions`, `cycles` | lower | gungraun (callgrind's `Ir`, its estimate of cycles) |
 //!
 //! Samples are kept where the tool gives them: criterion's per-iteration times, hyperfine's
 //! `times`, Google Benchmark repetitions, `go test -count` repeats, pytest-benchmark
@@ -29,6 +30,7 @@ pub mod bmf;
 pub mod criterion;
 pub mod go_bench;
 pub mod google_benchmark;
+pub mod gungraun;
 pub mod hdr;
 pub mod hyperfine;
 mod input;
@@ -56,11 +58,12 @@ pub enum FormatName {
     GoBench,
     Libtest,
     PytestBenchmark,
+    Gungraun,
 }
 
 impl FormatName {
     /// Every format, in documentation order.
-    pub const ALL: [FormatName; 8] = [
+    pub const ALL: [FormatName; 9] = [
         FormatName::Kymo,
         FormatName::Criterion,
         FormatName::Bmf,
@@ -69,6 +72,7 @@ impl FormatName {
         FormatName::GoBench,
         FormatName::Libtest,
         FormatName::PytestBenchmark,
+        FormatName::Gungraun,
     ];
 
     /// The format's name in `kymo.toml` and on the command line.
@@ -82,6 +86,7 @@ impl FormatName {
             FormatName::GoBench => "go-bench",
             FormatName::Libtest => "libtest",
             FormatName::PytestBenchmark => "pytest-benchmark",
+            FormatName::Gungraun => "gungraun",
         }
     }
 
@@ -113,6 +118,7 @@ pub fn parse_output(format: FormatName, bytes: &[u8]) -> Result<SuiteResults, Fo
         FormatName::GoBench => go_bench::parse_go_bench(bytes),
         FormatName::Libtest => libtest::parse_libtest(bytes),
         FormatName::PytestBenchmark => pytest_benchmark::parse_pytest_benchmark(bytes),
+        FormatName::Gungraun => gungraun::parse_gungraun(bytes),
     }
 }
 

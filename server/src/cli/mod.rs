@@ -194,7 +194,7 @@ pub struct UploadArgs {
     #[arg(long)]
     pub commit: String,
     /// The results' format: kymo, criterion, bmf, hyperfine, google-benchmark, go-bench,
-    /// libtest or pytest-benchmark.
+    /// libtest, pytest-benchmark or gungraun.
     #[arg(long, default_value = "kymo")]
     pub format: String,
     /// Attribute the results to this registered machine instead of this one.

@@ -106,16 +106,31 @@ pub(super) fn variants_toml(c: &DemoCommit) -> String {
     )
 }
 
+/// The kernels whose instructions the demo counts: one per kernel its story changes (ring store,
+/// bus backend, scheduler, sealed reader). Each count runs under callgrind, once per commit.
+const COUNTED: [&str; 4] = [
+    "ring/write_path/record",
+    "bus/steady/one_subscriber",
+    "fair_queue/scenario/hot_tenant_sustained",
+    "log_read/sealed_vs_active/sealed_10mb",
+];
+
 /// The demo's kymo.toml runs this very binary's embedded kernels, so no build is needed: the
-/// quick kernels, and three micro-VMs for a second each (each VM's memory is a sample).
+/// quick kernels timed twice, the story's kernels counted once (counts do not vary, so they
+/// need no repeat), and three micro-VMs for a second each (each VM's memory is a sample).
 pub(super) fn kymo_toml(kymo: &Path) -> String {
     let kymo = kymo.display();
     let kernels = format!("'{kymo}' kernels --quick --json --variants variants.toml");
+    let filters: String = COUNTED.iter().map(|f| format!(" --filter {f}")).collect();
+    let instructions = format!(
+        "'{kymo}' kernels --quick --json --instructions-only --variants variants.toml{filters}"
+    );
     let vm_scale = format!(
         "'{kymo}' kernels vm-scale --json --vms 3 --duration 1 --tick-ms 20 --stagger-ms 10 --sample-ms 20 --variants variants.toml"
     );
     format!(
         "[[suite]]\nname = \"kernels\"\nrun = {kernels:?}\nformat = \"kymo\"\nrepeat = 2\ntimeout = \"30s\"\n\n\
+         [[suite]]\nname = \"kernels-instructions\"\nrun = {instructions:?}\nformat = \"kymo\"\ntimeout = \"60s\"\n\n\
          [[suite]]\nname = \"vm-scale\"\nrun = {vm_scale:?}\nformat = \"kymo\"\ntimeout = \"30s\"\n"
     )
 }
@@ -158,5 +173,9 @@ mod tests {
         assert!(variants_toml(last).contains("[vm_scale]\nseconds_tier = \"day\""));
         let toml = kymo_toml(Path::new("/bin/kymo"));
         assert!(toml.contains("name = \"vm-scale\"") && toml.contains("kernels vm-scale --json"));
+        assert!(
+            toml.contains("--instructions-only")
+                && toml.contains("--filter ring/write_path/record")
+        );
     }
 }

@@ -9,6 +9,8 @@
 //! exec.
 
 pub mod cgroup;
+#[cfg(test)]
+mod instruction_tests;
 pub mod landlock;
 pub mod limits;
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::config::{ResultFormat, Suite};
 use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, run_suite};
 use kymo_core::protocol::SuiteUpload;
 
-const RESULT: &str = r#"{"benchmarks":[{"name":"b","metrics":[{"name":"t","unit":"ns","direction":"lower","value":1}]}]}"#;
+pub(super) const RESULT: &str = r#"{"benchmarks":[{"name":"b","metrics":[{"name":"t","unit":"ns","direction":"lower","value":1}]}]}"#;
 
 /// A server's directory as `kymo serve` lays it out: database and admin token side by side,
 /// the data directory with mirrors and two repositories' work trees.
@@ -73,7 +73,7 @@ impl Server {
         run: &str,
         boundary: SuiteBoundary,
     ) -> (Result<SuiteUpload, SuiteFailure>, String) {
-        let suite = Suite {
+        self.run_suite(&Suite {
             name: "s".into(),
             build: None,
             run: run.into(),
@@ -81,7 +81,11 @@ impl Server {
             repeat: 1,
             timeout: Duration::from_secs(60),
             boundary,
-        };
+            instructions: false,
+        })
+    }
+
+    pub(super) fn run_suite(&self, suite: &Suite) -> (Result<SuiteUpload, SuiteFailure>, String) {
         let ctx = SuiteContext {
             dirs: &self.dirs,
             cache_dir: &self.data,
@@ -92,7 +96,7 @@ impl Server {
             progress: &|_| {},
         };
         let mut log = String::new();
-        let result = run_suite(&ctx, &suite, &mut log);
+        let result = run_suite(&ctx, suite, &mut log);
         (result, log)
     }
 }

@@ -1,0 +1,105 @@
+//! `--instructions` and `--instructions-only` under the real valgrind: counts land on the
+//! benchmarks that timed them, only on kernels with a fixed amount of work, and repeat.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs the kernels with `args` and returns, per benchmark, its metrics by name.
+fn run(args: &[&str]) -> BTreeMap<String, BTreeMap<String, Value>> {
+    let out = Command::new(env!("CARGO_BIN_EXE_kymo-kernels"))
+        .args(["--quick", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let metrics = b["metrics"].as_array().unwrap().iter();
+            let metrics = metrics.map(|m| (m["name"].as_str().unwrap().to_string(), m.clone()));
+            (b["name"].as_str().unwrap().to_string(), metrics.collect())
+        })
+        .collect()
+}
+
+fn instructions(metrics: &BTreeMap<String, Value>) -> f64 {
+    let metric = &metrics["instructions"];
+    assert_eq!(metric["unit"], "instructions");
+    assert_eq!(metric["direction"], "lower");
+    metric["value"].as_f64().unwrap()
+}
+
+const FILTERS: [&str; 6] = [
+    "--filter",
+    "ring/write_path/record",
+    "--filter",
+    "log_read/sealed_vs_active/sealed_10mb",
+    "--filter",
+    "capture/lifetime_5s/embedded_1s",
+];
+
+#[test]
+fn counts_sit_beside_the_wall_time_and_repeat_exactly() {
+    let mut args = vec!["--instructions"];
+    args.extend(FILTERS);
+    let first = run(&args);
+    let record = &first["ring/write_path/record"];
+    assert!(record.contains_key("time"), "{record:?}");
+    let count = instructions(record);
+    // 20 000 records of some tens of instructions each.
+    assert!((100_000.0..50_000_000.0).contains(&count), "{count}");
+    assert!(
+        !first["capture/lifetime_5s/embedded_1s"].contains_key("instructions"),
+        "a computed model has nothing to count"
+    );
+    let only: Vec<&str> = FILTERS
+        .iter()
+        .copied()
+        .chain(["--instructions-only"])
+        .collect();
+    let second = run(&only);
+    assert_eq!(
+        second.keys().collect::<Vec<_>>(),
+        [
+            "log_read/sealed_vs_active/sealed_10mb",
+            "ring/write_path/record"
+        ]
+    );
+    for (name, metrics) in &second {
+        assert_eq!(metrics.keys().collect::<Vec<_>>(), ["instructions"]);
+        assert_eq!(instructions(metrics), instructions(&first[name]), "{name}");
+    }
+}
+
+fn count(variant: &[&str], benchmark: &str) -> f64 {
+    let mut args = vec!["--instructions-only", "--filter", benchmark];
+    args.extend(variant);
+    instructions(&run(&args)[benchmark])
+}
+
+#[test]
+fn a_slower_variant_executes_more_instructions_unless_the_kernel_does_its_work() {
+    let sealed = "log_read/sealed_vs_active/sealed_10mb";
+    let (mmap, read) = (
+        count(&[], sealed),
+        count(&["--log-read-sealed-reader", "read"], sealed),
+    );
+    assert!(read > 1.5 * mmap, "mmap {mmap}, read {read}");
+    // A write() per record is slower in time, but the copy happens in the operating system's
+    // kernel, which valgrind does not see: fewer instructions than a store into the map.
+    let record = "ring/write_path/record";
+    let (mmap, write) = (
+        count(&[], record),
+        count(&["--ring-store", "write"], record),
+    );
+    assert!(write < mmap, "mmap {mmap}, write {write}");
+}
