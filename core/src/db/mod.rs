@@ -8,6 +8,7 @@ mod bisections;
 mod census;
 mod commit_status;
 mod comparisons;
+mod confirmations;
 mod counts;
 mod credentials;
 mod history;
@@ -40,6 +41,9 @@ pub use bisections::{BisectionRow, BisectionUpdate, BisectionView, ProbeJobs, Wi
 pub use census::RowCounts;
 pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
+};
+pub use confirmations::{
+    ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,
 };
 pub use comparisons::{
     COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS,
