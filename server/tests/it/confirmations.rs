@@ -62,9 +62,10 @@ fn upload_history(s: &Setup, cpu: &str, shas: &[String], level: impl Fn(usize) -
         let samples: Vec<f64> = (samples_at(level(i), i).split(','))
             .map(|v| v.parse().unwrap())
             .collect();
+        let value = samples[2];
         let body = json!({ "commit": sha, "specs": specs, "suites": [{ "suite": "demo",
             "results": { "benchmarks": [{ "name": "parse", "metrics": [{ "name": "time",
-                "unit": "ns", "direction": "lower", "samples": samples }] }] } }] });
+                "unit": "ns", "direction": "lower", "value": value, "samples": samples }] }] } }] });
         let (status, answer) = post(&s.server, "/api/v1/repos/app/results", &body);
         assert_eq!(status, 201, "{answer}");
     }
@@ -101,9 +102,9 @@ fn wait_for_alerts(channel: &Listener, count: usize) {
 #[test]
 fn a_real_slowdown_is_confirmed_by_measuring_again_before_it_is_alerted() {
     let repo = TestRepo::new();
-    // Commit 10 really makes `parse` 30 % slower: its suite reports slower samples.
-    let shas = history(&repo, 16, |i| {
-        samples_at(if i >= 10 { 130.0 } else { 100.0 }, i)
+    // Commit 12 really makes `parse` 30 % slower: its suite reports slower samples.
+    let shas = history(&repo, 20, |i| {
+        samples_at(if i >= 12 { 130.0 } else { 100.0 }, i)
     });
     let s = setup(&repo, "Confirm CPU");
     for sha in &shas {
@@ -116,7 +117,7 @@ fn a_real_slowdown_is_confirmed_by_measuring_again_before_it_is_alerted() {
     }
     let regression = only_regression(&s.server);
     let id = regression["id"].as_i64().unwrap();
-    assert_eq!(regression["sha"], shas[10].as_str());
+    assert_eq!(regression["sha"], shas[12].as_str());
     assert_eq!(regression["confirmation"], "confirming", "{regression:#}");
     assert_eq!(jobs_for(&s.server, "confirm"), 1);
     let (_, page) = s.server.get(&format!("/repos/app/regressions/{id}"));
@@ -137,14 +138,14 @@ fn a_real_slowdown_is_confirmed_by_measuring_again_before_it_is_alerted() {
     let listed = &comparisons.as_array().unwrap()[0];
     assert_eq!(listed["id"], comparison);
     assert_eq!(listed["origin"], "confirm");
-    assert_eq!(listed["base"], shas[9].as_str());
-    assert_eq!(listed["head"], shas[10].as_str());
+    assert_eq!(listed["base"], shas[11].as_str());
+    assert_eq!(listed["head"], shas[12].as_str());
     assert_eq!(listed["machine"], regression["machine"], "on the machine that found it");
 
     wait_for_alerts(&s.channel, 1);
     let alert = s.channel.received()[0].json();
     assert_eq!(alert["benchmark"], "parse");
-    assert_eq!(alert["culprit"]["sha"], shas[10].as_str());
+    assert_eq!(alert["culprit"]["sha"], shas[12].as_str());
     let (_, page) = s.server.get(&format!("/repos/app/regressions/{id}"));
     assert!(page.contains("confirmed") && page.contains("3 interleaved rounds"), "{page}");
     assert!(page.contains(&format!("/repos/app/comparisons/{comparison}")));
