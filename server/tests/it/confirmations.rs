@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::api::{TestApp, specs as upload_specs};
 use crate::continuous::{post, run_until_empty, sampled_suite, samples_at, specs, worker};
 use crate::listener::Listener;
-use crate::support::{KymoServer, TestRepo, assert_ok};
+use crate::support::{KymoServer, TestRepo, assert_ok, kymo_toml};
 use crate::verdicts::jittered;
 
 /// Commits whose suite reports `samples(i)` for commit `i`; returns their shas, oldest first.
@@ -189,6 +189,56 @@ fn a_noise_flag_is_refuted_by_measuring_again_and_never_alerted() {
 
     std::thread::sleep(Duration::from_millis(800));
     assert!(s.channel.received().is_empty(), "a refuted change alerted");
+}
+
+/// A suite printing one value of `parse/small` per run, around `level`: each run of a work
+/// tree the next of a fixed sequence of wobbles (±3 %), as a machine's runs differ.
+fn wobbling_script(level: f64) -> String {
+    format!(
+        r#"n=$(cat .runs 2>/dev/null || echo 0); echo $((n + 1)) > .runs
+w=$(echo "0 2 -2 1 -1 3 -3 2 -2 1" | cut -d' ' -f$((n % 10 + 1)))
+v=$(awk -v l={level} -v w="$w" 'BEGIN {{ print l * (1 + w / 100) }}')
+echo '{{"benchmarks":[{{"name":"parse/small","params":{{"size":"16"}},"metrics":[{{"name":"time","unit":"ns","direction":"lower","value":'"$v"'}}]}}]}}'
+"#
+    )
+}
+
+#[test]
+fn a_slowdown_seen_through_run_to_run_noise_is_confirmed_in_three_rounds() {
+    let repo = TestRepo::new();
+    // One value per run, a few percent apart from run to run, as on a busy machine.
+    let shas: Vec<String> = (0..20)
+        .map(|i| {
+            let value = if i >= 12 { 130.0 } else { 100.0 };
+            let files = [
+                ("kymo.toml", kymo_toml("sh bench.sh", "30s", 1)),
+                ("bench.sh", wobbling_script(value)),
+                ("NOTES.md", format!("step {i}")),
+            ];
+            let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+            repo.commit(&files, &format!("change {i}"))
+        })
+        .collect();
+    let cpu = "Patient CPU";
+    let s = setup(&repo, cpu);
+    let specs = serde_json::to_value(specs(cpu)).unwrap();
+    for (i, sha) in shas.iter().enumerate() {
+        let level = if i >= 12 { 130.0 } else { 100.0 };
+        let body = json!({ "commit": sha, "specs": specs, "suites": [{ "suite": "demo",
+            "results": { "benchmarks": [{ "name": "parse/small", "params": { "size": "16" },
+                "metrics": [{ "name": "time", "unit": "ns", "direction": "lower",
+                    "value": level, "samples": jittered(level, i) }] }] } }] });
+        let (status, answer) = post(&s.server, "/api/v1/repos/app/results", &body);
+        assert_eq!(status, 201, "{answer}");
+    }
+    let id = only_regression(&s.server)["id"].as_i64().unwrap();
+    assert_eq!(run_until_empty(&s.machine), 1, "one re-measurement");
+    let confirmed = confirmation(&s.server, id);
+    assert_eq!(confirmed["state"], "confirmed", "{confirmed:#}");
+    assert_eq!(confirmed["rounds_run"], 3);
+    let change = confirmed["change_pct"].as_f64().unwrap();
+    assert!((change - 30.0).abs() < 3.0, "{confirmed:#}");
+    wait_for_alerts(&s.channel, 1);
 }
 
 #[test]
