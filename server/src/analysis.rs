@@ -43,6 +43,19 @@ pub async fn after_stored_run(state: &AppState, repository_id: i64, run_id: i64)
     }
 }
 
+/// What follows a cancelled job: a bisection or confirmation waiting for it moves on (a
+/// confirmation is then announced unconfirmed). Logged, not returned: the cancel stands.
+pub async fn after_cancelled_job(state: &AppState, job_id: i64) {
+    let done = async {
+        let job = state.db.job(job_id).await?;
+        let repository = state.db.repository(&job.repository).await?;
+        follow_up(state, repository.id, &[]).await
+    };
+    if let Err(err) = done.await {
+        tracing::warn!(job = job_id, error = %err, "what waited for a cancelled job did not move on");
+    }
+}
+
 /// What follows a stored run or a failed job: bisections start and move on, and regressions
 /// whose culprit is known are confirmed (see [`crate::confirm`]), then announced. A new
 /// regression whose range is one commit is ready at once; a wide one when its bisection ends,

@@ -242,6 +242,30 @@ fn a_slowdown_seen_through_run_to_run_noise_is_confirmed_in_three_rounds() {
 }
 
 #[test]
+fn a_confirmation_whose_re_measurement_is_cancelled_is_alerted_unconfirmed() {
+    let repo = TestRepo::new();
+    let shas = history(&repo, 20, |_| samples_at(100.0, 0));
+    let cpu = "Busy CPU";
+    let s = setup(&repo, cpu);
+    upload_history(&s, cpu, &shas, |i| if i >= 12 { 125.0 } else { 100.0 });
+    let id = only_regression(&s.server)["id"].as_i64().unwrap();
+    let jobs = s.server.get_json("/api/v1/jobs");
+    let job = (jobs.as_array().unwrap().iter())
+        .find(|j| j["reason"] == "confirm")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let (status, _) = post(&s.server, &format!("/api/v1/jobs/{job}/cancel"), &json!({}));
+    assert_eq!(status, 200);
+    let marked = confirmation(&s.server, id);
+    assert_eq!(marked["state"], "unconfirmed", "{marked:#}");
+    assert_eq!(marked["evidence"], "failed");
+    // Nobody waits for ever: it is announced, marked as not confirmed.
+    wait_for_alerts(&s.channel, 1);
+    assert_eq!(run_until_empty(&s.machine), 0);
+}
+
+#[test]
 fn with_confirmation_off_a_change_is_alerted_as_soon_as_it_is_found() {
     let repo = TestRepo::new();
     let shas = history(&repo, 20, |_| samples_at(100.0, 0));
