@@ -92,8 +92,8 @@ async fn start(state: &AppState, target: &ConfirmationTarget) -> AppResult<bool>
         "instruction counts did not change: a change of time alone is measured again"
     };
     let rounds = CONFIRMATION_ROUNDS[0];
-    let comparison = (db.start_confirmation(target, base, rounds, note, state.leases, state.now()))
-        .await?;
+    let comparison =
+        (db.start_confirmation(target, base, rounds, note, state.leases, state.now())).await?;
     tracing::info!(
         regression = target.regression_id,
         comparison,
@@ -240,7 +240,10 @@ async fn judge(
 /// was cancelled, or waited too long for its machine (announced unconfirmed), or finished
 /// without being judged (a restart between the two). Returns the ids to announce.
 pub async fn sweep(state: &AppState, repository_id: i64) -> AppResult<Vec<i64>> {
-    let pending = state.db.pending_confirmations(Some(repository_id), None).await?;
+    let pending = state
+        .db
+        .pending_confirmations(Some(repository_id), None)
+        .await?;
     let now = state.now();
     let mut announce = Vec::new();
     let mut measured = Vec::new();
@@ -250,13 +253,13 @@ pub async fn sweep(state: &AppState, repository_id: i64) -> AppResult<Vec<i64>> 
                 measured.extend(p.comparison_id.filter(|id| !measured.contains(id)));
                 continue;
             }
-            Some("queued")
-                if p.queued_at.unwrap_or(now) + CONFIRMATION_PATIENCE_SECONDS <= now =>
-            {
+            Some("queued") if p.queued_at.unwrap_or(now) + CONFIRMATION_PATIENCE_SECONDS <= now => {
                 "no machine took the re-measurement in time: announced unconfirmed"
             }
             Some("queued" | "running") => continue,
-            _ => "the re-measurement failed or was cancelled (see the queue): announced unconfirmed",
+            _ => {
+                "the re-measurement failed or was cancelled (see the queue): announced unconfirmed"
+            }
         };
         let Some(target) = state.db.confirmation_target(p.regression_id).await? else {
             continue;

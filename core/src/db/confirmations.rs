@@ -166,8 +166,8 @@ impl Db {
         now: i64,
     ) -> Result<i64, DbError> {
         let mut tx = self.begin_write().await?;
-        let comparison = shared_comparison(&mut tx, target, base_id, rounds, None, settings, now)
-            .await?;
+        let comparison =
+            shared_comparison(&mut tx, target, base_id, rounds, None, settings, now).await?;
         sqlx::query!(
             r#"INSERT INTO confirmations (regression_id, state, evidence, comparison_id, note, created_at)
                VALUES (?, 'confirming', 'interleaved', ?, ?, ?)
@@ -340,7 +340,10 @@ async fn shared_comparison(
     if let Some(id) = waiting {
         return Ok(id);
     }
-    let label = format!("confirmation of {}", &target.commit_sha[..target.commit_sha.len().min(10)]);
+    let label = format!(
+        "confirmation of {}",
+        &target.commit_sha[..target.commit_sha.len().min(10)]
+    );
     let new = NewComparison {
         repository_id: target.repository_id,
         origin: super::ComparisonOrigin::Confirm,

@@ -42,12 +42,12 @@ pub use census::RowCounts;
 pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
 };
-pub use confirmations::{
-    ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,
-};
 pub use comparisons::{
     COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS,
     NewComparison,
+};
+pub use confirmations::{
+    ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,
 };
 pub use counts::{JOB_STATES, ServerCounts};
 pub use ingest::{IngestSummary, RunRecord};

@@ -105,8 +105,14 @@ mod tests {
         assert_eq!(judge_remeasurement(r, undecided, 3), Outcome::MoreRounds(6));
         // A first comparison that ran fewer rounds (a failed repeat) still ends at the bound.
         assert_eq!(judge_remeasurement(r, undecided, 2), Outcome::MoreRounds(1));
-        assert_eq!(judge_remeasurement(r, undecided, 9), Outcome::NotSignificant);
-        assert_eq!(judge_remeasurement(r, undecided, 40), Outcome::NotSignificant);
+        assert_eq!(
+            judge_remeasurement(r, undecided, 9),
+            Outcome::NotSignificant
+        );
+        assert_eq!(
+            judge_remeasurement(r, undecided, 40),
+            Outcome::NotSignificant
+        );
     }
 
     #[test]
@@ -126,12 +132,27 @@ mod tests {
     fn unchanged_missing_or_contrary_counts_say_nothing() {
         let base = [1_000_000.0];
         let same = [1_002_000.0]; // 0.2 %: start-up jitter
-        assert_eq!(instructions_evidence(&base, &same, 30.0, Direction::Lower), None);
-        assert_eq!(instructions_evidence(&[], &same, 30.0, Direction::Lower), None);
-        assert_eq!(instructions_evidence(&base, &[], 30.0, Direction::Lower), None);
+        assert_eq!(
+            instructions_evidence(&base, &same, 30.0, Direction::Lower),
+            None
+        );
+        assert_eq!(
+            instructions_evidence(&[], &same, 30.0, Direction::Lower),
+            None
+        );
+        assert_eq!(
+            instructions_evidence(&base, &[], 30.0, Direction::Lower),
+            None
+        );
         // Time up, instructions down: the counts do not explain the time.
-        assert_eq!(instructions_evidence(&base, &[800_000.0], 30.0, Direction::Lower), None);
-        assert_eq!(instructions_evidence(&[0.0], &[5.0], 30.0, Direction::Lower), None);
+        assert_eq!(
+            instructions_evidence(&base, &[800_000.0], 30.0, Direction::Lower),
+            None
+        );
+        assert_eq!(
+            instructions_evidence(&[0.0], &[5.0], 30.0, Direction::Lower),
+            None
+        );
         assert_eq!(
             instructions_evidence(&base, &[f64::NAN], 30.0, Direction::Lower),
             None

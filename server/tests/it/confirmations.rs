@@ -20,7 +20,8 @@ fn history(repo: &TestRepo, commits: usize, samples: impl Fn(usize) -> String) -
     (0..commits)
         .map(|i| {
             let suite = sampled_suite(&samples(i));
-            let mut files: Vec<(&str, &str)> = suite.iter().map(|(n, c)| (*n, c.as_str())).collect();
+            let mut files: Vec<(&str, &str)> =
+                suite.iter().map(|(n, c)| (*n, c.as_str())).collect();
             let notes = format!("step {i}");
             files.push(("NOTES.md", &notes));
             repo.commit(&files, &format!("change {i}"))
@@ -79,9 +80,7 @@ fn only_regression(server: &KymoServer) -> Value {
 }
 
 fn confirmation(server: &KymoServer, id: i64) -> Value {
-    server.get_json(&format!(
-        "/api/v1/repos/app/regressions/{id}/confirmation"
-    ))
+    server.get_json(&format!("/api/v1/repos/app/regressions/{id}/confirmation"))
 }
 
 fn jobs_for(server: &KymoServer, reason: &str) -> usize {
@@ -108,12 +107,22 @@ fn a_real_slowdown_is_confirmed_by_measuring_again_before_it_is_alerted() {
     });
     let s = setup(&repo, "Confirm CPU");
     for sha in &shas {
-        let (status, _) = post(&s.server, "/api/v1/repos/app/runs", &json!({ "commit": sha }));
+        let (status, _) = post(
+            &s.server,
+            "/api/v1/repos/app/runs",
+            &json!({ "commit": sha }),
+        );
         assert_eq!(status, 202);
     }
     // The history's jobs come first; the confirmation they asked for waits behind them.
     for _ in &shas {
-        assert!(matches!(s.machine.work_once().unwrap(), Tick::Ran { succeeded: true, .. }));
+        assert!(matches!(
+            s.machine.work_once().unwrap(),
+            Tick::Ran {
+                succeeded: true,
+                ..
+            }
+        ));
     }
     let regression = only_regression(&s.server);
     let id = regression["id"].as_i64().unwrap();
@@ -123,7 +132,10 @@ fn a_real_slowdown_is_confirmed_by_measuring_again_before_it_is_alerted() {
     let (_, page) = s.server.get(&format!("/repos/app/regressions/{id}"));
     assert!(page.contains("confirming"), "{page}");
     std::thread::sleep(Duration::from_millis(600));
-    assert!(s.channel.received().is_empty(), "alerted before confirmation");
+    assert!(
+        s.channel.received().is_empty(),
+        "alerted before confirmation"
+    );
 
     // The re-measurement: base and suspect, alternately, on the same machine.
     assert_eq!(run_until_empty(&s.machine), 1);
@@ -140,14 +152,21 @@ fn a_real_slowdown_is_confirmed_by_measuring_again_before_it_is_alerted() {
     assert_eq!(listed["origin"], "confirm");
     assert_eq!(listed["base"], shas[11].as_str());
     assert_eq!(listed["head"], shas[12].as_str());
-    assert_eq!(listed["machine"], regression["machine"], "on the machine that found it");
+    assert_eq!(
+        listed["machine"], regression["machine"],
+        "on the machine that found it"
+    );
 
     wait_for_alerts(&s.channel, 1);
     let alert = s.channel.received()[0].json();
     assert_eq!(alert["benchmark"], "parse");
+    assert_eq!(alert["confirmation"], "confirmed");
     assert_eq!(alert["culprit"]["sha"], shas[12].as_str());
     let (_, page) = s.server.get(&format!("/repos/app/regressions/{id}"));
-    assert!(page.contains("confirmed") && page.contains("3 interleaved rounds"), "{page}");
+    assert!(
+        page.contains("confirmed") && page.contains("3 interleaved rounds"),
+        "{page}"
+    );
     assert!(page.contains(&format!("/repos/app/comparisons/{comparison}")));
 }
 
@@ -169,7 +188,10 @@ fn a_noise_flag_is_refuted_by_measuring_again_and_never_alerted() {
     let refuted = confirmation(&s.server, id);
     assert_eq!(refuted["state"], "refuted", "{refuted:#}");
     assert_eq!(refuted["evidence"], "interleaved");
-    assert!(refuted["change_pct"].as_f64().unwrap().abs() < 1.0, "{refuted:#}");
+    assert!(
+        refuted["change_pct"].as_f64().unwrap().abs() < 1.0,
+        "{refuted:#}"
+    );
     assert!(
         refuted["note"].as_str().unwrap().contains("refuted"),
         "{refuted:#}"
@@ -180,12 +202,20 @@ fn a_noise_flag_is_refuted_by_measuring_again_and_never_alerted() {
         .get_json(&format!("/api/v1/repos/app/regressions/{id}"));
     assert_eq!(closed["state"], "false_positive");
     assert_eq!(closed["state_by"], "kymo confirmation");
-    let open = s.server.get_json("/api/v1/repos/app/regressions?state=open");
+    let open = s
+        .server
+        .get_json("/api/v1/repos/app/regressions?state=open");
     assert!(open.as_array().unwrap().is_empty(), "{open:#}");
     let (_, page) = s.server.get(&format!("/repos/app/regressions/{id}"));
-    assert!(page.contains("refuted") && page.contains("comparisons/"), "{page}");
+    assert!(
+        page.contains("refuted") && page.contains("comparisons/"),
+        "{page}"
+    );
     let (_, feed) = s.server.get("/repos/app/regressions.atom");
-    assert!(!feed.contains(&shas[12]), "a refuted change is not in the feed");
+    assert!(
+        !feed.contains(&shas[12]),
+        "a refuted change is not in the feed"
+    );
 
     std::thread::sleep(Duration::from_millis(800));
     assert!(s.channel.received().is_empty(), "a refuted change alerted");
@@ -262,6 +292,12 @@ fn a_confirmation_whose_re_measurement_is_cancelled_is_alerted_unconfirmed() {
     assert_eq!(marked["evidence"], "failed");
     // Nobody waits for ever: it is announced, marked as not confirmed.
     wait_for_alerts(&s.channel, 1);
+    let alert = s.channel.received()[0].json();
+    assert_eq!(alert["confirmation"], "unconfirmed", "{alert:#}");
+    assert!(
+        alert["summary"].as_str().unwrap().contains("unconfirmed"),
+        "{alert:#}"
+    );
     assert_eq!(run_until_empty(&s.machine), 0);
 }
 
@@ -281,7 +317,10 @@ fn with_confirmation_off_a_change_is_alerted_as_soon_as_it_is_found() {
     assert_eq!(regression["confirmation"], Value::Null);
     assert_eq!(jobs_for(&s.server, "confirm"), 0);
     wait_for_alerts(&s.channel, 1);
-    assert_eq!(s.channel.received()[0].json()["culprit"]["sha"], shas[12].as_str());
+    assert_eq!(
+        s.channel.received()[0].json()["culprit"]["sha"],
+        shas[12].as_str()
+    );
     assert_eq!(run_until_empty(&s.machine), 0, "nothing is measured again");
 }
 
@@ -292,12 +331,12 @@ fn upload_with_instructions(sha: &str, i: usize, instructions_step: f64) -> Valu
     let time = if slow { 120.0 } else { 100.0 };
     let counts = 1_000_000.0 * if slow { instructions_step } else { 1.0 };
     json!({ "commit": sha, "specs": upload_specs(), "suites": [{ "suite": "s", "results": {
-        "benchmarks": [{ "name": "parse", "params": { "size": "16" }, "metrics": [
-            { "name": "time", "unit": "ns", "direction": "lower",
-              "value": time, "samples": jittered(time, i) },
-            { "name": "instructions", "unit": "instructions", "direction": "lower",
-              "value": counts + (i % 3) as f64 }
-        ]}]}}]})
+    "benchmarks": [{ "name": "parse", "params": { "size": "16" }, "metrics": [
+        { "name": "time", "unit": "ns", "direction": "lower",
+          "value": time, "samples": jittered(time, i) },
+        { "name": "instructions", "unit": "instructions", "direction": "lower",
+          "value": counts + (i % 3) as f64 }
+    ]}]}}]})
 }
 
 /// A repository `r` with 24 uploaded commits and an alert channel at `hook`; returns the
@@ -308,9 +347,15 @@ async fn uploaded_history(app: &TestApp, hook: &str, instructions_step: f64) -> 
         .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
         .collect();
     let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
-    assert_eq!(app.post("/api/v1/repos", &body).await.0, StatusCode::CREATED);
+    assert_eq!(
+        app.post("/api/v1/repos", &body).await.0,
+        StatusCode::CREATED
+    );
     let channel = json!({ "url": hook, "kind": "json" });
-    assert_eq!(app.post("/api/v1/repos/r/alerts", &channel).await.0, StatusCode::CREATED);
+    assert_eq!(
+        app.post("/api/v1/repos/r/alerts", &channel).await.0,
+        StatusCode::CREATED
+    );
     for (i, sha) in shas.iter().enumerate() {
         let upload = upload_with_instructions(sha, i, instructions_step);
         let (status, answer) = app.post("/api/v1/repos/r/results", &upload).await;
@@ -321,7 +366,10 @@ async fn uploaded_history(app: &TestApp, hook: &str, instructions_step: f64) -> 
 }
 
 async fn confirmation_of(app: &TestApp, regression: &Value) -> Value {
-    let path = format!("/api/v1/repos/r/regressions/{}/confirmation", regression["id"]);
+    let path = format!(
+        "/api/v1/repos/r/regressions/{}/confirmation",
+        regression["id"]
+    );
     let (status, confirmation) = app.get(&path).await;
     assert_eq!(status, StatusCode::OK, "{confirmation}");
     confirmation
@@ -332,17 +380,28 @@ async fn instruction_counts_that_moved_with_the_time_confirm_it_without_re_runni
     let app = TestApp::new().await;
     let channel = Listener::answering(&[200, 200]);
     let found = uploaded_history(&app, &format!("{}/hook", channel.url), 1.25).await;
-    let metrics: Vec<&str> = found.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    let metrics: Vec<&str> = found
+        .iter()
+        .map(|r| r["metric"].as_str().unwrap())
+        .collect();
     assert_eq!(found.len(), 2, "{found:#?}");
     assert!(metrics.contains(&"time") && metrics.contains(&"instructions"));
     let time = found.iter().find(|r| r["metric"] == "time").unwrap();
-    assert_eq!(time["benchmark"], found[0]["benchmark"], "the same benchmark");
+    assert_eq!(
+        time["benchmark"], found[0]["benchmark"],
+        "the same benchmark"
+    );
     let confirmed = confirmation_of(&app, time).await;
     assert_eq!(confirmed["state"], "confirmed", "{confirmed:#}");
     assert_eq!(confirmed["evidence"], "instructions");
     assert_eq!(confirmed["rounds_run"], 0, "nothing was re-run");
     assert!((confirmed["change_pct"].as_f64().unwrap() - 25.0).abs() < 0.1);
-    assert!(confirmed["note"].as_str().unwrap().contains("without re-running"));
+    assert!(
+        confirmed["note"]
+            .as_str()
+            .unwrap()
+            .contains("without re-running")
+    );
     let (_, jobs) = app.get("/api/v1/jobs").await;
     assert!(jobs.as_array().unwrap().is_empty(), "{jobs:#}");
     assert_eq!(deliver_once(&app.state).await.unwrap(), 2, "both alerted");

@@ -328,7 +328,11 @@ fn a_push_of_eight_commits_is_bisected_to_the_commit_that_regressed() {
     assert_eq!(confirmed["state"], "confirmed", "{confirmed:#}");
     let comparisons = server.get_json("/api/v1/repos/app/comparisons");
     let measured = &comparisons.as_array().unwrap()[0];
-    assert_eq!(measured["base"], pushed[3].as_str(), "the culprit pair, not the range");
+    assert_eq!(
+        measured["base"],
+        pushed[3].as_str(),
+        "the culprit pair, not the range"
+    );
     assert_eq!(measured["head"], pushed[4].as_str());
 
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
