@@ -85,13 +85,13 @@ pub const REFUTED_BY: &str = "kymo confirmation";
 impl Db {
     /// Whether a repository confirms changes before announcing them.
     pub async fn confirm_changes(&self, repository_id: i64) -> Result<bool, DbError> {
-        Ok(sqlx::query_scalar!(
+        sqlx::query_scalar!(
             r#"SELECT confirm_changes AS "on: bool" FROM repositories WHERE id = ?"#,
             repository_id
         )
         .fetch_optional(&self.reader)
         .await?
-        .ok_or_else(|| DbError::NotFound(format!("repository {repository_id}")))?)
+        .ok_or_else(|| DbError::NotFound(format!("repository {repository_id}")))
     }
 
     pub async fn set_confirm_changes(&self, repository_id: i64, on: bool) -> Result<(), DbError> {
