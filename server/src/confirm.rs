@@ -92,13 +92,19 @@ async fn start(state: &AppState, target: &ConfirmationTarget) -> AppResult<bool>
         "instruction counts did not change: a change of time alone is measured again"
     };
     let rounds = CONFIRMATION_ROUNDS[0];
-    let comparison =
+    let (comparison, measured) =
         (db.start_confirmation(target, base, rounds, note, state.leases, state.now())).await?;
     tracing::info!(
         regression = target.regression_id,
         comparison,
+        measured,
         "confirmation started"
     );
+    if measured {
+        // Another change of the same pair had it measured already: judged (and, confirmed,
+        // announced) now, from those rounds.
+        comparison_measured(state, comparison).await?;
+    }
     Ok(false)
 }
 

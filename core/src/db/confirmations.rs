@@ -153,9 +153,10 @@ impl Db {
         }
     }
 
-    /// Starts confirming a change point by re-measuring `base` and `head` on `machine_id`:
-    /// joins the comparison already waiting for that pair there, or queues one of `rounds`.
-    /// Returns the comparison's id.
+    /// Starts confirming a change point by re-measuring `base` and `head` on its machine: the
+    /// latest confirmation comparison of that pair there is shared (measured already, or still
+    /// waiting, with the earlier one it escalated from), else one of `rounds` is queued.
+    /// Returns the comparison's id and whether its rounds are in already.
     pub async fn start_confirmation(
         &self,
         target: &ConfirmationTarget,
@@ -164,23 +165,44 @@ impl Db {
         note: &str,
         settings: LeaseSettings,
         now: i64,
-    ) -> Result<i64, DbError> {
+    ) -> Result<(i64, bool), DbError> {
         let mut tx = self.begin_write().await?;
-        let comparison =
-            shared_comparison(&mut tx, target, base_id, rounds, None, settings, now).await?;
+        let known = sqlx::query!(
+            r#"SELECT k.id AS "id!", f.earlier_comparison_id, k.results IS NOT NULL AS "measured!: bool"
+               FROM comparisons k JOIN confirmations f ON f.comparison_id = k.id
+                    JOIN jobs j ON j.comparison_id = k.id
+               WHERE k.base_id = ? AND k.head_id = ? AND j.machine_id = ?
+                     AND (k.results IS NOT NULL OR j.state IN ('queued', 'running'))
+               ORDER BY k.id DESC LIMIT 1"#,
+            base_id,
+            target.commit_id,
+            target.machine_id
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let (comparison, earlier, measured) = match known {
+            Some(k) => (k.id, k.earlier_comparison_id, k.measured),
+            None => {
+                let id = shared_comparison(&mut tx, target, base_id, rounds, None, settings, now)
+                    .await?;
+                (id, None, false)
+            }
+        };
         sqlx::query!(
-            r#"INSERT INTO confirmations (regression_id, state, evidence, comparison_id, note, created_at)
-               VALUES (?, 'confirming', 'interleaved', ?, ?, ?)
+            r#"INSERT INTO confirmations (regression_id, state, evidence, comparison_id,
+                                          earlier_comparison_id, note, created_at)
+               VALUES (?, 'confirming', 'interleaved', ?, ?, ?, ?)
                ON CONFLICT (regression_id) DO NOTHING"#,
             target.regression_id,
             comparison,
+            earlier,
             note,
             now
         )
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(comparison)
+        Ok((comparison, measured))
     }
 
     /// Moves a confirmation that stayed undecided to a comparison of `rounds` more, keeping
