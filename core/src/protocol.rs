@@ -98,6 +98,10 @@ pub struct RepositoryUpdate {
     /// something changed).
     #[serde(default)]
     pub pull_comments: Option<String>,
+    /// `true` (the default): a change is measured again before it is announced; `false`:
+    /// announced as soon as it is found.
+    #[serde(default)]
+    pub confirm: Option<bool>,
 }
 
 /// A repository's settings as the API shows them: secrets are never part of it.
@@ -111,6 +115,8 @@ pub struct RepositorySettingsView {
     pub network: bool,
     /// Who may run code from forks, and when pull requests get a comment.
     pub pulls: crate::db::PullSettings,
+    /// Whether changes are confirmed (measured again) before they are announced.
+    pub confirm: bool,
 }
 
 /// `POST /api/v1/repos/{repo}/runs`

@@ -43,9 +43,23 @@ pub async fn after_stored_run(state: &AppState, repository_id: i64, run_id: i64)
     }
 }
 
+/// What follows a cancelled job: a bisection or confirmation waiting for it moves on (a
+/// confirmation is then announced unconfirmed). Logged, not returned: the cancel stands.
+pub async fn after_cancelled_job(state: &AppState, job_id: i64) {
+    let done = async {
+        let job = state.db.job(job_id).await?;
+        let repository = state.db.repository(&job.repository).await?;
+        follow_up(state, repository.id, &[]).await
+    };
+    if let Err(err) = done.await {
+        tracing::warn!(job = job_id, error = %err, "what waited for a cancelled job did not move on");
+    }
+}
+
 /// What follows a stored run or a failed job: bisections start and move on, and regressions
-/// whose culprit is known are announced. A new regression whose range is one commit is
-/// final at once; a wide one when its bisection ends.
+/// whose culprit is known are confirmed (see [`crate::confirm`]), then announced. A new
+/// regression whose range is one commit is ready at once; a wide one when its bisection ends,
+/// so that confirmation re-measures the culprit pair, not the whole range.
 pub async fn follow_up(state: &AppState, repository_id: i64, created: &[i64]) -> AppResult<()> {
     let mut settled = crate::bisect::advance(state, repository_id).await?;
     for id in created {
@@ -58,10 +72,12 @@ pub async fn follow_up(state: &AppState, repository_id: i64, created: &[i64]) ->
             settled.push(*id);
         }
     }
-    announce(state, &settled).await
+    let mut ready = crate::confirm::gate(state, &settled).await?;
+    ready.extend(crate::confirm::sweep(state, repository_id).await?);
+    announce(state, &ready).await
 }
 
-/// Tells people about regressions whose culprit (or final range) is known.
+/// Tells people about regressions whose culprit (or final range) is known and confirmed.
 async fn announce(state: &AppState, regression_ids: &[i64]) -> AppResult<()> {
     if !regression_ids.is_empty() {
         tracing::info!(regressions = ?regression_ids, "regressions settled");

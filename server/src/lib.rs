@@ -16,6 +16,7 @@ pub mod cache;
 pub mod chart;
 pub mod cli;
 pub mod compare;
+pub mod confirm;
 pub mod connections;
 pub mod demo;
 pub mod error;

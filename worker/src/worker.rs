@@ -105,7 +105,10 @@ impl Worker {
                 succeeded: false,
             });
         };
-        let succeeded = matches!(outcome, JobOutcome::Succeeded { .. });
+        let succeeded = matches!(
+            outcome,
+            JobOutcome::Succeeded { .. } | JobOutcome::Compared { .. }
+        );
         let completion = Completion {
             lease_id: job.lease_id.clone(),
             environment: self.environment.clone(),

@@ -74,6 +74,8 @@ pub struct StatusCommit {
     pub job_states: Vec<String>,
     /// Active regressions at this commit whose triage still stands (open or acknowledged).
     pub regressions: i64,
+    /// Regressions at this commit still being confirmed (re-measured before they count).
+    pub confirming: i64,
 }
 
 /// A commit-status post whose time has come; `target` is `None` when the repository's
@@ -176,10 +178,13 @@ impl Db {
         )
         .fetch_all(&self.reader)
         .await?;
-        let regressions = sqlx::query_scalar!(
-            r#"SELECT count(*) AS "n!: i64" FROM regressions
-               WHERE commit_id = ? AND kind = 'regression' AND active = 1
-                 AND state IN ('open', 'acknowledged')"#,
+        // A regression being confirmed is not one yet: it keeps the status pending.
+        let regressions = sqlx::query!(
+            r#"SELECT count(*) FILTER (WHERE f.state IS NULL OR f.state <> 'confirming') AS "found!: i64",
+                      count(*) FILTER (WHERE f.state = 'confirming') AS "confirming!: i64"
+               FROM regressions g LEFT JOIN confirmations f ON f.regression_id = g.id
+               WHERE g.commit_id = ? AND g.kind = 'regression' AND g.active = 1
+                 AND g.state IN ('open', 'acknowledged')"#,
             commit_id
         )
         .fetch_one(&self.reader)
@@ -189,7 +194,8 @@ impl Db {
             repository: commit.name,
             sha: commit.sha,
             job_states,
-            regressions,
+            regressions: regressions.found,
+            confirming: regressions.confirming,
         })
     }
 

@@ -19,6 +19,8 @@ pub enum ComparisonOrigin {
     Try,
     /// A forge's pull or merge request.
     Pull,
+    /// The confirmation of a change point found on the tracked branch.
+    Confirm,
 }
 
 impl ComparisonOrigin {
@@ -26,6 +28,17 @@ impl ComparisonOrigin {
         match self {
             ComparisonOrigin::Try => "try",
             ComparisonOrigin::Pull => "pull",
+            ComparisonOrigin::Confirm => "confirm",
+        }
+    }
+
+    /// What the `origin` column holds. Its CHECK predates confirmations, and SQLite cannot
+    /// widen a CHECK without rebuilding the table, which jobs cascade from: a confirmation's
+    /// comparison is stored as `try`, and reads tell it apart by its confirmation row.
+    fn stored(self) -> &'static str {
+        match self {
+            ComparisonOrigin::Confirm => ComparisonOrigin::Try.as_str(),
+            other => other.as_str(),
         }
     }
 
@@ -33,6 +46,7 @@ impl ComparisonOrigin {
         match self {
             ComparisonOrigin::Try => JobReason::Try,
             ComparisonOrigin::Pull => JobReason::Pull,
+            ComparisonOrigin::Confirm => JobReason::Confirm,
         }
     }
 }
@@ -57,7 +71,7 @@ pub struct NewComparison<'a> {
 pub struct ComparisonRow {
     pub id: i64,
     pub repository: String,
-    /// `try` or `pull`.
+    /// `try`, `pull` or `confirm`.
     pub origin: String,
     pub label: String,
     pub base: String,
@@ -123,7 +137,10 @@ impl Db {
     ) -> Result<Vec<ComparisonRow>, DbError> {
         Ok(sqlx::query_as!(
             ComparisonRow,
-            r#"SELECT k.id, r.name AS repository, k.origin, k.label, b.sha AS base, h.sha AS head,
+            r#"SELECT k.id, r.name AS repository,
+                      CASE WHEN EXISTS (SELECT 1 FROM confirmations f
+                                        WHERE f.comparison_id = k.id OR f.earlier_comparison_id = k.id)
+                           THEN 'confirm' ELSE k.origin END AS "origin!: String", k.label, b.sha AS base, h.sha AS head,
                       k.baseline, k.rounds, coalesce(j.state, 'cancelled') AS "state!: String",
                       j.phase, j.error, m.fingerprint AS "machine?", k.created_at, k.finished_at
                FROM comparisons k JOIN repositories r ON r.id = k.repository_id
@@ -210,6 +227,29 @@ pub(super) async fn insert_comparison(
     settings: LeaseSettings,
     now: i64,
 ) -> Result<(i64, i64), DbError> {
+    insert_comparison_row(tx, new, pull_request_id, None, settings, now).await
+}
+
+/// Inserts a comparison whose job only `machine_id` may run (a confirmation re-measures on
+/// the machine that found the change).
+pub(super) async fn insert_comparison_on(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    new: &NewComparison<'_>,
+    machine_id: i64,
+    settings: LeaseSettings,
+    now: i64,
+) -> Result<(i64, i64), DbError> {
+    insert_comparison_row(tx, new, None, Some(machine_id), settings, now).await
+}
+
+async fn insert_comparison_row(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    new: &NewComparison<'_>,
+    pull_request_id: Option<i64>,
+    machine_id: Option<i64>,
+    settings: LeaseSettings,
+    now: i64,
+) -> Result<(i64, i64), DbError> {
     if !COMPARISON_ROUNDS.contains(&new.rounds) {
         return Err(DbError::Invalid(format!(
             "{} rounds: use {} to {}",
@@ -218,7 +258,7 @@ pub(super) async fn insert_comparison(
             COMPARISON_ROUNDS.end()
         )));
     }
-    let origin = new.origin.as_str();
+    let origin = new.origin.stored();
     let id = sqlx::query_scalar!(
         r#"INSERT INTO comparisons (repository_id, origin, label, base_id, head_id, baseline,
                                     rounds, created_at, pull_request_id, head_ref)
@@ -238,9 +278,12 @@ pub(super) async fn insert_comparison(
     .await?;
     let job = queue_comparison_job(
         tx,
-        new.repository_id,
-        new.head_id,
-        id,
+        ComparisonJobTarget {
+            repository_id: new.repository_id,
+            head_id: new.head_id,
+            comparison_id: id,
+            machine_id,
+        },
         new.origin.job_reason(),
         settings,
         now,
@@ -249,24 +292,38 @@ pub(super) async fn insert_comparison(
     Ok((id, job))
 }
 
+/// Where a comparison's job runs: the head commit, and the one machine allowed (any when
+/// `None`).
+pub(super) struct ComparisonJobTarget {
+    pub repository_id: i64,
+    pub head_id: i64,
+    pub comparison_id: i64,
+    pub machine_id: Option<i64>,
+}
+
 /// Inserts the job of a comparison: never merged with another job of its head commit, which
 /// measures something else (the commit for history, or another comparison).
 pub(super) async fn queue_comparison_job(
     tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-    repository_id: i64,
-    head_id: i64,
-    comparison_id: i64,
+    target: ComparisonJobTarget,
     reason: JobReason,
     settings: LeaseSettings,
     now: i64,
 ) -> Result<i64, DbError> {
     let (reason_name, priority) = (reason.as_str(), reason.priority());
+    let ComparisonJobTarget {
+        repository_id,
+        head_id,
+        comparison_id,
+        machine_id,
+    } = target;
     Ok(sqlx::query_scalar!(
         r#"INSERT INTO jobs (repository_id, commit_id, machine_id, state, priority, reason,
                              max_attempts, created_at, comparison_id)
-           VALUES (?, ?, NULL, 'queued', ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
+           VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
         repository_id,
         head_id,
+        machine_id,
         priority,
         reason_name,
         settings.max_attempts,

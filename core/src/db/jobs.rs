@@ -57,6 +57,8 @@ pub enum JobReason {
     Try,
     /// A pull or merge request's comparison: a reviewer waits for it.
     Pull,
+    /// A change point's confirmation: its announcement waits for it.
+    Confirm,
 }
 
 impl JobReason {
@@ -69,13 +71,14 @@ impl JobReason {
             JobReason::History => "history",
             JobReason::Try => "try",
             JobReason::Pull => "pull",
+            JobReason::Confirm => "confirm",
         }
     }
 
     pub fn priority(self) -> i64 {
         match self {
             JobReason::Head | JobReason::Manual | JobReason::Try | JobReason::Pull => 30,
-            JobReason::Bisect => 20,
+            JobReason::Bisect | JobReason::Confirm => 20,
             JobReason::Backfill => 10,
             JobReason::History => 5,
         }
@@ -281,21 +284,22 @@ impl Db {
             )));
         }
         if let Some(comparison_id) = job.comparison_id {
-            // A comparison is measured again whole, on whichever machine asks first.
-            let reason = match job.reason.as_str() {
-                "pull" => JobReason::Pull,
-                _ => JobReason::Try,
+            // A comparison is measured again whole, on whichever machine asks first; a
+            // confirmation's only on the machine whose change it confirms.
+            let (reason, machine_id) = match job.reason.as_str() {
+                "pull" => (JobReason::Pull, None),
+                "confirm" => (JobReason::Confirm, job.machine_id),
+                _ => (JobReason::Try, None),
             };
-            let id = super::comparisons::queue_comparison_job(
-                &mut tx,
-                job.repository_id,
-                job.commit_id,
+            let target = super::comparisons::ComparisonJobTarget {
+                repository_id: job.repository_id,
+                head_id: job.commit_id,
                 comparison_id,
-                reason,
-                settings,
-                now,
-            )
-            .await?;
+                machine_id,
+            };
+            let id =
+                super::comparisons::queue_comparison_job(&mut tx, target, reason, settings, now)
+                    .await?;
             tx.commit().await?;
             return Ok(id);
         }

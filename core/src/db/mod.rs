@@ -8,6 +8,7 @@ mod bisections;
 mod census;
 mod commit_status;
 mod comparisons;
+mod confirmations;
 mod counts;
 mod credentials;
 mod history;
@@ -45,6 +46,9 @@ pub use commit_status::{
 pub use comparisons::{
     COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS,
     NewComparison,
+};
+pub use confirmations::{
+    ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,
 };
 pub use counts::{JOB_STATES, ServerCounts};
 pub use ingest::{IngestSummary, RunRecord};

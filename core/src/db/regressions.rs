@@ -88,6 +88,9 @@ pub struct RegressionRow {
     pub state_at: Option<i64>,
     pub note: String,
     pub detected_at: i64,
+    /// Its confirmation's state (confirming, confirmed, refuted, unconfirmed); `None` when
+    /// none was asked for (confirmation off, or found before it existed).
+    pub confirmation: Option<String>,
 }
 
 /// Filters of the regressions list.
@@ -244,7 +247,8 @@ impl Db {
                       s.direction, m.fingerprint AS machine, c.sha, c.message, c.position,
                       p.sha AS "previous_sha?", g.kind, g.baseline, g.value, g.change_pct, g.ci_low_pct,
                       g.ci_high_pct, g.p_value, g.noise_pct, g.segment_before, g.segment_after, g.span, g.method,
-                      g.active AS "active: bool", g.state, g.state_by, g.state_at, g.note, g.detected_at
+                      g.active AS "active: bool", g.state, g.state_by, g.state_at, g.note, g.detected_at,
+                      (SELECT f.state FROM confirmations f WHERE f.regression_id = g.id) AS "confirmation?: String"
                FROM regressions g
                JOIN series s ON s.id = g.series_id
                JOIN benchmarks b ON b.id = s.benchmark_id

@@ -26,6 +26,7 @@
 pub mod bisect;
 mod changepoint;
 mod compare;
+pub mod confirmation;
 pub mod distribution;
 #[cfg(test)]
 mod issue_cases;

@@ -45,6 +45,9 @@ pub struct AlertFacts {
     pub baseline: f64,
     pub value: f64,
     pub confidence: Confidence,
+    /// `confirmed` (measured again, or instruction counts moved), `unconfirmed` (nothing
+    /// could measure it again), or `None` (confirmation is off).
+    pub confirmation: Option<String>,
     pub culprit: Culprit,
     pub regression_url: String,
     pub compare_url: String,
@@ -125,8 +128,13 @@ fn culprit_text(culprit: &Culprit, escape: &dyn Fn(&str) -> String) -> String {
 
 /// One line saying it all, with names escaped by `escape`.
 fn summary_line(facts: &AlertFacts, escape: &dyn Fn(&str) -> String) -> String {
+    let unconfirmed = if facts.confirmation.as_deref() == Some("unconfirmed") {
+        " (unconfirmed: it could not be measured again)"
+    } else {
+        ""
+    };
     format!(
-        "Regression in {}: {} {} {} on machine {}",
+        "Regression in {}: {} {} {} on machine {}{unconfirmed}",
         escape(&facts.repository),
         escape(&one_line(&facts.benchmark)),
         escape(&one_line(&facts.metric)),
@@ -258,6 +266,7 @@ mod tests {
                 ci_low_pct: 18.5,
                 ci_high_pct: 21.5,
             },
+            confirmation: Some("confirmed".into()),
             culprit,
             regression_url: "https://kymo.example/repos/r/regressions/7".into(),
             compare_url: "https://kymo.example/repos/r/compare/aaa...bbb".into(),

@@ -91,6 +91,7 @@ async fn alert_facts(state: &AppState, regression_id: i64) -> AppResult<Option<A
             ci_low_pct: r.ci_low_pct,
             ci_high_pct: r.ci_high_pct,
         },
+        confirmation: r.confirmation,
         culprit,
     }))
 }

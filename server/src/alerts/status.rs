@@ -64,7 +64,8 @@ pub fn commit_state(commit: &StatusCommit) -> Option<(&'static str, String)> {
     let waiting = count(&["queued", "running"]);
     let failed = count(&["failed"]);
     let found = usize::try_from(commit.regressions).unwrap_or(0);
-    if jobs == 0 && found == 0 {
+    let confirming = usize::try_from(commit.confirming).unwrap_or(0);
+    if jobs == 0 && found == 0 && confirming == 0 {
         return None;
     }
     Some(if waiting > 0 {
@@ -77,6 +78,14 @@ pub fn commit_state(commit: &StatusCommit) -> Option<(&'static str, String)> {
         )
     } else if found > 0 {
         ("failure", format!("{} found", plural(found, "regression")))
+    } else if confirming > 0 {
+        (
+            "pending",
+            format!(
+                "confirming {} by measuring again",
+                plural(confirming, "possible regression")
+            ),
+        )
     } else if failed > 0 {
         (
             "error",
@@ -123,7 +132,28 @@ mod tests {
             sha: "a".repeat(40),
             job_states: jobs.iter().map(|s| s.to_string()).collect(),
             regressions,
+            confirming: 0,
         }
+    }
+
+    #[test]
+    fn a_regression_being_confirmed_keeps_the_commit_pending() {
+        let confirming = StatusCommit {
+            confirming: 2,
+            ..commit(&["succeeded"], 0)
+        };
+        let (state, description) = commit_state(&confirming).unwrap();
+        assert_eq!(state, "pending");
+        assert_eq!(
+            description,
+            "confirming 2 possible regressions by measuring again"
+        );
+        // Once one is confirmed, the commit fails whatever the others still wait for.
+        let found = StatusCommit {
+            regressions: 1,
+            ..confirming
+        };
+        assert_eq!(commit_state(&found).unwrap().0, "failure");
     }
 
     #[test]

@@ -65,6 +65,7 @@ fn documented() -> OpenApiRouter<AppState> {
         .routes(routes!(verdicts::regressions))
         .routes(routes!(verdicts::regression))
         .routes(routes!(verdicts::bisection))
+        .routes(routes!(verdicts::confirmation))
         .routes(routes!(verdicts::triage))
         .routes(routes!(verdicts::compare))
         .routes(routes!(verdicts::sensitivity, verdicts::set_sensitivity))

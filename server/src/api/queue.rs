@@ -41,6 +41,7 @@ pub async fn cancel(
     Path(id): Path<i64>,
 ) -> AppResult<Json<JobRow>> {
     state.db.cancel_job(id, state.now()).await?;
+    crate::analysis::after_cancelled_job(&state, id).await;
     tracing::info!(job = id, "job cancelled");
     Ok(Json(state.db.job(id).await?))
 }

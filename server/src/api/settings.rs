@@ -108,6 +108,7 @@ async fn settings_view(state: &AppState, repo: RepositoryRow) -> AppResult<Repos
         credential: credential.map(|c| c.summary()),
         network: !network_off,
         pulls: state.db.pull_settings(repo.id).await?,
+        confirm: state.db.confirm_changes(repo.id).await?,
     })
 }
 
@@ -200,6 +201,10 @@ pub async fn update_settings(
             },
             "network setting changed"
         );
+    }
+    if let Some(confirm) = update.confirm {
+        state.db.set_confirm_changes(repo.id, confirm).await?;
+        tracing::info!(repo = repo.name, confirm, "confirmation setting changed");
     }
     if let Some(pulls) = pulls {
         state.db.set_pull_settings(repo.id, &pulls).await?;

@@ -3,7 +3,9 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use kymo_core::db::{BisectionView, RegressionFilter, RegressionRow, SensitivityRule};
+use kymo_core::db::{
+    BisectionView, ConfirmationView, RegressionFilter, RegressionRow, SensitivityRule,
+};
 use kymo_core::protocol::ApiErrorBody;
 use serde::Deserialize;
 
@@ -65,6 +67,24 @@ pub async fn bisection(
         .await?
         .map(Json)
         .ok_or_else(|| AppError::NotFound(format!("a bisection of regression {id}")))
+}
+
+#[utoipa::path(get, path = "/repos/{repo}/regressions/{id}/confirmation", tag = "verdicts",
+    params(RepoPath, ("id" = i64, Path, description = "Regression id")),
+    responses((status = 200, description = "How the change was confirmed or refuted before it was announced: what was re-run and what it found", body = ConfirmationView),
+        (status = 404, description = "No such repository or regression, or no confirmation", body = ApiErrorBody)))]
+/// `GET /repos/{repo}/regressions/{id}/confirmation`: its re-measurement, if one was asked for.
+pub async fn confirmation(
+    State(state): State<AppState>,
+    Path((repo, id)): Path<(String, i64)>,
+) -> AppResult<Json<ConfirmationView>> {
+    load_regression(&state, &repo, id).await?;
+    state
+        .db
+        .confirmation_of(id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| AppError::NotFound(format!("a confirmation of regression {id}")))
 }
 
 /// A triage decision.

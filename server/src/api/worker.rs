@@ -118,6 +118,10 @@ pub async fn complete(
                 .await?;
             tracing::info!(job = id, comparison, "comparison measured");
             state.db.pull_feedback_due(comparison, now).await?;
+            // Stored: judging a confirmation failing must not make the worker send it again.
+            if let Err(err) = crate::confirm::comparison_measured(&state, comparison).await {
+                tracing::warn!(comparison, error = %err, "judging its confirmations failed");
+            }
             Ok(Json(
                 json!({ "state": "succeeded", "comparison": comparison }),
             ))
@@ -141,6 +145,8 @@ pub async fn complete(
                     (state.db)
                         .pull_feedback_due(comparison.comparison_id, now)
                         .await?;
+                    // A confirmation waiting for it is settled (announced unconfirmed).
+                    crate::analysis::follow_up(&state, target.repository_id, &[]).await?;
                 }
                 None => {
                     crate::analysis::follow_up(&state, target.repository_id, &[]).await?;

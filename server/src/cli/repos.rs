@@ -41,7 +41,7 @@ pub enum RepoCommand {
         backfill: Option<u32>,
         /// `off`: every suite runs without the network, whatever a commit's kymo.toml says.
         #[arg(long, value_enum, value_name = "on|off")]
-        network: Option<NetworkSetting>,
+        network: Option<Switch>,
         #[command(flatten)]
         credentials: CredentialArgs,
         #[command(flatten)]
@@ -64,7 +64,7 @@ pub enum RepoCommand {
         /// `off`: every suite runs without the network, whatever a commit's kymo.toml says;
         /// `on`: each suite decides (`network` in kymo.toml).
         #[arg(long, value_enum, value_name = "on|off")]
-        network: Option<NetworkSetting>,
+        network: Option<Switch>,
         /// Forge logins whose pull requests from forks are measured, comma-separated (''
         /// for none): their code runs on the benchmark machines.
         #[arg(long, value_name = "LOGINS")]
@@ -73,6 +73,10 @@ pub enum RepoCommand {
         /// changed (changes).
         #[arg(long, value_name = "always|changes")]
         pull_comments: Option<String>,
+        /// `on` (the default): a change is measured again, interleaved with its baseline on
+        /// the machine that found it, before it is announced; `off`: announced when found.
+        #[arg(long, value_enum, value_name = "on|off")]
+        confirm: Option<Switch>,
         #[command(flatten)]
         server: ServerArg,
     },
@@ -80,17 +84,17 @@ pub enum RepoCommand {
     List(listing::ListArgs),
 }
 
-/// Whether a repository's suites may use the network.
+/// A repository setting that is on or off (`--network`: each suite decides, or no suite
+/// gets the network; `--confirm`: changes are measured again before they are announced, or
+/// not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NetworkSetting {
-    /// Each suite decides (`network` in its kymo.toml; on by default).
+pub enum Switch {
     On,
-    /// No suite gets the network, whatever a commit's kymo.toml says.
     Off,
 }
 
-impl NetworkSetting {
-    fn allowed(self) -> bool {
+impl Switch {
+    fn on(self) -> bool {
         self == Self::On
     }
 }
@@ -139,7 +143,7 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
                 suites: suites.as_deref().map(read_suites).transpose()?,
                 backfill,
                 credential: credentials.credential()?,
-                network: network.map(NetworkSetting::allowed),
+                network: network.map(Switch::on),
             };
             let shown = redact_secrets(&body.url).into_owned();
             let waiting = progress::spinner(format!("cloning {shown} and reading its history"));
@@ -152,7 +156,7 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
                 redact_secrets(&repo.url),
                 repo.branch
             );
-            if network == Some(NetworkSetting::Off) {
+            if network == Some(Switch::Off) {
                 println!("its suites run without the network, whatever its kymo.toml says");
             }
             if let Some(n) = backfill {
@@ -171,20 +175,23 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             clear_credentials,
             fork_authors,
             pull_comments,
+            confirm,
             server,
         } => {
             let update = RepositoryUpdate {
                 credential: credentials.credential()?,
                 clear_credential: clear_credentials,
-                network: network.map(NetworkSetting::allowed),
+                network: network.map(Switch::on),
                 fork_authors,
                 pull_comments,
+                confirm: confirm.map(Switch::on),
             };
             let changes_settings = update.credential.is_some()
                 || update.clear_credential
                 || update.network.is_some()
                 || update.fork_authors.is_some()
-                || update.pull_comments.is_some();
+                || update.pull_comments.is_some()
+                || update.confirm.is_some();
             let changes_suites = suites.is_some() || no_suites;
             let path = format!("/repos/{name}/suites");
             if let Some(file) = suites {
@@ -285,8 +292,13 @@ async fn show_settings(
         "" => "nobody".to_owned(),
         authors => authors.to_owned(),
     };
+    let confirm = if view.confirm {
+        "on (changes are measured again before they are announced)"
+    } else {
+        "off (changes are announced when found)"
+    };
     println!(
-        "{} ({})\ncredential: {credential}\nnetwork: {network}\npull requests from forks run for: {forks}\npull request comments: {}",
+        "{} ({})\ncredential: {credential}\nnetwork: {network}\npull requests from forks run for: {forks}\npull request comments: {}\nconfirmation: {confirm}",
         view.name,
         redact_secrets(&view.url),
         view.pulls.pull_comments

@@ -15,7 +15,11 @@ use self::story::{history, kymo_toml, variants_toml};
 use crate::git;
 use crate::serve::{ServeOptions, start};
 
+mod confirm;
 mod story;
+
+/// Jobs the demo looks at: its history's, and the confirmations that follow.
+const JOBS_LISTED: i64 = 500;
 
 /// What `kymo demo` was asked to do.
 #[derive(Debug, Clone)]
@@ -142,9 +146,10 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     );
     let started = std::time::Instant::now();
     loop {
-        let jobs = state.db.jobs(commits as i64 * 2).await?;
+        let jobs = state.db.jobs(JOBS_LISTED).await?;
         let done = jobs
             .iter()
+            .filter(|j| j.reason == JobReason::Backfill.as_str())
             .filter(|j| matches!(j.state.as_str(), "succeeded" | "failed"))
             .count();
         bar.set_position(done as u64);
@@ -154,10 +159,15 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     bar.finish_and_clear();
-    let jobs = state.db.jobs(commits as i64 * 2).await?;
+    // The last completion's analysis may still be running: settle it (and start the
+    // confirmation of what it finds) before reporting.
+    let created = crate::analysis::analyse_repository(&state, repo.id).await?;
+    crate::analysis::follow_up(&state, repo.id, &created).await?;
+    confirm::wait_for_confirmations(&state, repo.id).await?;
+    let jobs = state.db.jobs(JOBS_LISTED).await?;
     let failed: Vec<_> = jobs.iter().filter(|j| j.state == "failed").collect();
     println!(
-        "benchmarked {} commits in {:.0}s ({} failed)",
+        "benchmarked {} commits and confirmed their changes in {:.0}s ({} jobs failed)",
         commits,
         started.elapsed().as_secs_f64(),
         failed.len()
@@ -169,8 +179,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
             job.error.as_deref().unwrap_or("?")
         );
     }
-    // The last completion's analysis may still be running: settle it before reporting.
-    crate::analysis::analyse_repository(&state, repo.id).await?;
+    confirm::print_confirmations(&state, &repo).await?;
     print_changes(&state, &repo, running.address).await?;
     print_story_tally(&state, &repo).await?;
     if options.serve {
@@ -190,10 +199,7 @@ async fn print_changes(
     repo: &kymo_core::db::RepositoryRow,
     address: std::net::SocketAddr,
 ) -> anyhow::Result<()> {
-    let changes = state
-        .db
-        .regressions(repo.id, &kymo_core::db::RegressionFilter::default())
-        .await?;
+    let changes = confirm::standing_changes(state, repo).await?;
     let regressions = changes.iter().filter(|c| c.kind == "regression").count();
     println!(
         "found {regressions} regressions and {} improvements:",
@@ -225,10 +231,7 @@ async fn print_story_tally(
     state: &crate::AppState,
     repo: &kymo_core::db::RepositoryRow,
 ) -> anyhow::Result<()> {
-    let changes = state
-        .db
-        .regressions(repo.id, &kymo_core::db::RegressionFilter::default())
-        .await?;
+    let changes = confirm::standing_changes(state, repo).await?;
     let flagged: std::collections::BTreeSet<&str> =
         changes.iter().map(|c| summary_line(&c.message)).collect();
     let story: Vec<&str> = history()

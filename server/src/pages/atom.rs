@@ -44,6 +44,8 @@ pub async fn regressions_feed(
         ..RegressionFilter::default()
     };
     let mut rows = state.db.regressions(repo.id, &filter).await?;
+    // A feed announces, as alerts do: not before a change is confirmed, never a refuted one.
+    rows.retain(|r| !matches!(r.confirmation.as_deref(), Some("confirming" | "refuted")));
     // Newest detections first: a reader shows what arrived since it last looked.
     rows.sort_by_key(|r| std::cmp::Reverse((r.detected_at, r.id)));
     rows.truncate(FEED_ENTRIES);

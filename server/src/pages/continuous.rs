@@ -75,6 +75,7 @@ pub async fn cancel_job(
     _: AdminForm<NoFields>,
 ) -> Result<Redirect, PageError> {
     state.db.cancel_job(id, state.now()).await?;
+    crate::analysis::after_cancelled_job(&state, id).await;
     Ok(Redirect::to(&format!("/queue#job-{id}")))
 }
 

@@ -3,7 +3,9 @@
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use kymo_core::db::{BisectionView, RegressionFilter, RegressionRow, TRIAGE_STATES};
+use kymo_core::db::{
+    BisectionView, ConfirmationView, RegressionFilter, RegressionRow, TRIAGE_STATES,
+};
 use kymo_core::protocol::query_value;
 use serde::Deserialize;
 
@@ -33,6 +35,8 @@ struct RegressionView {
     baseline: String,
     value: String,
     state: String,
+    /// confirming, confirmed, refuted, unconfirmed, or empty (none asked for).
+    confirmation: String,
 }
 
 impl From<&RegressionRow> for RegressionView {
@@ -50,6 +54,7 @@ impl From<&RegressionRow> for RegressionView {
             baseline: value(r.baseline, &r.unit),
             value: value(r.value, &r.unit),
             state: r.state.clone(),
+            confirmation: r.confirmation.clone().unwrap_or_default(),
         }
     }
 }
@@ -137,6 +142,7 @@ struct RegressionPage {
     svg: String,
     states: [&'static str; 4],
     bisection: Option<BisectionView>,
+    confirmation: Option<ConfirmationView>,
     /// The logged-in admin's anti-forgery token; without one, the triage form is not shown.
     csrf: Option<String>,
 }
@@ -206,6 +212,7 @@ pub async fn regression(
         svg,
         states: TRIAGE_STATES,
         bisection: state.db.bisection_of(r.id).await?,
+        confirmation: state.db.confirmation_of(r.id).await?,
         csrf: viewer.csrf(),
         r: (&r).into(),
     })

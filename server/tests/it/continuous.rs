@@ -14,7 +14,7 @@ use crate::listener::Listener;
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_toml};
 use crate::webhooks::{SECRET, deliver};
 
-fn specs(cpu: &str) -> MachineSpecs {
+pub(crate) fn specs(cpu: &str) -> MachineSpecs {
     MachineSpecs {
         cpu_model: cpu.into(),
         logical_cores: 2,
@@ -26,7 +26,7 @@ fn specs(cpu: &str) -> MachineSpecs {
 }
 
 /// A worker in this process, presenting `cpu` as its CPU model (so its own fingerprint).
-fn worker(server: &KymoServer, cpu: &str, labels: &[&str], cache: &Path) -> Worker {
+pub(crate) fn worker(server: &KymoServer, cpu: &str, labels: &[&str], cache: &Path) -> Worker {
     let grant = labels.join(",");
     let db = server.db_path();
     let mut args = vec![
@@ -53,7 +53,7 @@ fn worker(server: &KymoServer, cpu: &str, labels: &[&str], cache: &Path) -> Work
     .with_specs(specs(cpu))
 }
 
-fn post(server: &KymoServer, path: &str, body: &Value) -> (u16, Value) {
+pub(crate) fn post(server: &KymoServer, path: &str, body: &Value) -> (u16, Value) {
     let mut response = ureq::post(format!("{}{path}", server.url))
         .config()
         .http_status_as_error(false)
@@ -69,7 +69,7 @@ fn post(server: &KymoServer, path: &str, body: &Value) -> (u16, Value) {
 }
 
 /// A suite whose one benchmark reports the five samples in `samples.txt`.
-fn sampled_suite(samples: &str) -> [(&'static str, String); 3] {
+pub(crate) fn sampled_suite(samples: &str) -> [(&'static str, String); 3] {
     [
         ("kymo.toml", kymo_toml("sh bench.sh", "30s", 1)),
         (
@@ -82,7 +82,7 @@ fn sampled_suite(samples: &str) -> [(&'static str, String); 3] {
 }
 
 /// Five samples around `level`, wobbling from commit to commit like a real machine.
-fn samples_at(level: f64, commit: usize) -> String {
+pub(crate) fn samples_at(level: f64, commit: usize) -> String {
     let wobble = [0.0, 0.4, -0.3, 0.2, -0.1, 0.3, -0.4][commit % 7];
     (0..5)
         .map(|i| format!("{:.2}", level + wobble + (f64::from(i) - 2.0) * 0.1))
@@ -96,7 +96,7 @@ fn commit_level(repo: &TestRepo, level: f64, index: usize) -> String {
     repo.commit(&files, &format!("commit {index}"))
 }
 
-fn run_until_empty(worker: &Worker) -> usize {
+pub(crate) fn run_until_empty(worker: &Worker) -> usize {
     let mut ran = 0;
     while let Tick::Ran { succeeded, .. } = worker.work_once().unwrap() {
         assert!(succeeded);
@@ -316,6 +316,24 @@ fn a_push_of_eight_commits_is_bisected_to_the_commit_that_regressed() {
         page.contains("bisection") && page.contains("found"),
         "{page}"
     );
+
+    // The culprit pair is measured again before anyone hears of it.
+    assert_eq!(regression["confirmation"], "confirming", "{regression:#}");
+    assert!(channel.received().is_empty(), "alerted before confirmation");
+    run_until_empty(&machine);
+    let confirmed = server.get_json(&format!(
+        "/api/v1/repos/app/regressions/{}/confirmation",
+        regression["id"]
+    ));
+    assert_eq!(confirmed["state"], "confirmed", "{confirmed:#}");
+    let comparisons = server.get_json("/api/v1/repos/app/comparisons");
+    let measured = &comparisons.as_array().unwrap()[0];
+    assert_eq!(
+        measured["base"],
+        pushed[3].as_str(),
+        "the culprit pair, not the range"
+    );
+    assert_eq!(measured["head"], pushed[4].as_str());
 
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while channel.received().is_empty() {

@@ -10,6 +10,7 @@ mod cache;
 mod cli_listing;
 mod commit_status;
 mod comparison_protocol;
+mod confirmations;
 mod contain;
 mod continuous;
 mod dashboard;

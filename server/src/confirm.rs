@@ -1,0 +1,280 @@
+//! Confirm before accusing: a change point whose culprit is known (after bisection, when the
+//! range was wide) is announced only once it is confirmed. Instruction counts that moved with
+//! the time confirm it at once; otherwise the suspect and the last commit of the old level are
+//! measured again, alternately, on the machine that found the change, by the comparison job
+//! that try runs and pull requests use (rounds added while the verdict is undecided, up to a
+//! bound). A change that does not show again is refuted: closed as a false positive, never
+//! alerted, and kept on its page with what was re-run and what it found.
+//!
+//! Where nothing can be re-run (results uploaded from a machine that runs no worker, a change
+//! at the first commit, a re-measurement that failed), the change is announced as before,
+//! marked unconfirmed. A repository may turn confirmation off.
+
+use kymo_core::db::{ConfirmationDecision, ConfirmationTarget, PendingConfirmation};
+use kymo_core::model::Direction;
+use kymo_core::protocol::ComparedRound;
+use kymo_core::stats::VerdictKind;
+use kymo_core::stats::confirmation::{
+    CONFIRMATION_ROUNDS, Outcome, instructions_evidence, judge_remeasurement,
+};
+
+use crate::compare::CompareRow;
+use crate::error::{AppError, AppResult};
+use crate::interleaved::judge_rounds;
+use crate::state::AppState;
+
+/// How long a confirmation waits for its machine to take the job before the change is
+/// announced unconfirmed: a machine that went away must not hold an alert back for ever.
+pub const CONFIRMATION_PATIENCE_SECONDS: i64 = 6 * 3600;
+
+/// The metric instruction counts are stored as, beside the time of the same benchmark.
+const INSTRUCTIONS: &str = "instructions";
+
+/// Of change points ready to announce, those that may be announced now; the others start
+/// their confirmation (or wait for the one running, or were refuted).
+pub async fn gate(state: &AppState, ready: &[i64]) -> AppResult<Vec<i64>> {
+    let mut announce = Vec::new();
+    for &id in ready {
+        let Some(target) = state.db.confirmation_target(id).await? else {
+            continue;
+        };
+        let go = match target.confirmation.as_deref() {
+            Some("confirmed" | "unconfirmed") => true,
+            Some(_) => false,
+            None if !target.active => false,
+            None if !target.confirm_changes => true,
+            None => start(state, &target).await?,
+        };
+        if go {
+            announce.push(id);
+        }
+    }
+    Ok(announce)
+}
+
+/// Decides a new change point at once when it can be, or queues its re-measurement.
+/// Returns whether it is decided (and so may be announced).
+async fn start(state: &AppState, target: &ConfirmationTarget) -> AppResult<bool> {
+    let Some(base) = target.previous_id else {
+        let note = "no commit before it to measure against: announced unconfirmed";
+        decide(state, target, "unconfirmed", "no-baseline", None, note).await?;
+        return Ok(true);
+    };
+    if target.metric == INSTRUCTIONS {
+        let note = "a change of instruction counts, which do not vary from run to run: \
+                    confirmed without re-running";
+        let evidence = Some((target.change_pct, None, 0));
+        decide(state, target, "confirmed", "instructions", evidence, note).await?;
+        return Ok(true);
+    }
+    let (db, bench, machine) = (&state.db, target.benchmark_id, target.machine_id);
+    let before = db.instructions_at(bench, machine, base).await?;
+    let after = db.instructions_at(bench, machine, target.commit_id).await?;
+    let direction = Direction::parse(&target.direction).unwrap_or(Direction::Lower);
+    if let Some(change) = instructions_evidence(&before, &after, target.change_pct, direction) {
+        let note = format!(
+            "instruction counts changed by {change:+.2} % between the two commits: \
+             confirmed without re-running"
+        );
+        let evidence = Some((change, None, 0));
+        decide(state, target, "confirmed", "instructions", evidence, &note).await?;
+        return Ok(true);
+    }
+    if !target.runs_worker {
+        let note = "the machine that measured it runs no worker (its results were uploaded): \
+                    nothing can re-measure it, so it is announced unconfirmed";
+        decide(state, target, "unconfirmed", "no-worker", None, note).await?;
+        return Ok(true);
+    }
+    let note = if before.is_empty() || after.is_empty() {
+        ""
+    } else {
+        "instruction counts did not change: a change of time alone is measured again"
+    };
+    let rounds = CONFIRMATION_ROUNDS[0];
+    let (comparison, measured) =
+        (db.start_confirmation(target, base, rounds, note, state.leases, state.now())).await?;
+    tracing::info!(
+        regression = target.regression_id,
+        comparison,
+        measured,
+        "confirmation started"
+    );
+    if measured {
+        // Another change of the same pair had it measured already: judged (and, confirmed,
+        // announced) now, from those rounds.
+        comparison_measured(state, comparison).await?;
+    }
+    Ok(false)
+}
+
+/// Stores a decision and moves the suspect's commit status. `measured` is the change found
+/// again (percent), its p-value, and the rounds behind it.
+async fn decide(
+    state: &AppState,
+    target: &ConfirmationTarget,
+    outcome: &str,
+    evidence: &str,
+    measured: Option<(f64, Option<f64>, i64)>,
+    note: &str,
+) -> AppResult<()> {
+    let decision = ConfirmationDecision {
+        state: outcome,
+        evidence,
+        rounds_run: measured.map_or(0, |m| m.2),
+        change_pct: measured.map(|m| m.0),
+        p_value: measured.and_then(|m| m.1),
+        note,
+    };
+    (state.db)
+        .decide_confirmation(target.regression_id, &decision, state.now())
+        .await?;
+    tracing::info!(
+        regression = target.regression_id,
+        outcome,
+        evidence,
+        "confirmation decided"
+    );
+    crate::alerts::commit_status_changed(state, target.commit_id).await?;
+    Ok(())
+}
+
+/// Judges the confirmations a comparison measured, now that its rounds are in; announces
+/// the confirmed ones.
+pub async fn comparison_measured(state: &AppState, comparison_id: i64) -> AppResult<()> {
+    let pending = (state.db)
+        .pending_confirmations(None, Some(comparison_id))
+        .await?;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let mut rounds = Vec::new();
+    for id in [pending[0].earlier_comparison_id, Some(comparison_id)]
+        .into_iter()
+        .flatten()
+    {
+        rounds.extend(stored_rounds(state, id).await?);
+    }
+    let rows = judge_rounds(&rounds, "");
+    let mut confirmed = Vec::new();
+    for p in &pending {
+        if judge(state, p, &rows, rounds.len() as i64).await? {
+            confirmed.push(p.regression_id);
+        }
+    }
+    if !confirmed.is_empty() {
+        crate::alerts::regressions_found(state, &confirmed).await?;
+    }
+    Ok(())
+}
+
+async fn stored_rounds(state: &AppState, comparison_id: i64) -> AppResult<Vec<ComparedRound>> {
+    let Some(json) = state.db.comparison_results(comparison_id).await? else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_str(&json)
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("stored comparison is corrupt: {e}")))
+}
+
+/// Judges one confirmation by the re-measured rows; returns whether it was confirmed.
+async fn judge(
+    state: &AppState,
+    pending: &PendingConfirmation,
+    rows: &[CompareRow],
+    rounds_run: i64,
+) -> AppResult<bool> {
+    let Some(target) = state.db.confirmation_target(pending.regression_id).await? else {
+        return Ok(false);
+    };
+    let row = (rows.iter()).find(|r| r.benchmark == target.benchmark && r.metric == target.metric);
+    let Some(row) = row else {
+        let note = "the re-measurement did not measure this benchmark: announced unconfirmed";
+        decide(state, &target, "unconfirmed", "interleaved", None, note).await?;
+        return Ok(true);
+    };
+    let v = &row.verdict;
+    let expected = if target.kind == "improvement" {
+        VerdictKind::Improvement
+    } else {
+        VerdictKind::Regression
+    };
+    let measured = Some((v.change_pct, v.p_value, rounds_run));
+    let found = format!(
+        "{rounds_run} interleaved rounds measured {:+.1} % (interval {:+.1} % to {:+.1} %, \
+         p = {}, threshold ±{:.1} %)",
+        v.change_pct,
+        v.ci_low_pct,
+        v.ci_high_pct,
+        v.p_value.map_or("n/a".to_owned(), |p| format!("{p:.2e}")),
+        v.threshold_pct.abs()
+    );
+    match judge_remeasurement(expected, v.kind, rounds_run) {
+        Outcome::Confirmed => {
+            let note = format!("{found}: the same {}, confirmed", target.kind);
+            decide(state, &target, "confirmed", "interleaved", measured, &note).await?;
+            Ok(true)
+        }
+        Outcome::Refuted => {
+            let note = format!("{found}: no such {}, refuted", target.kind);
+            decide(state, &target, "refuted", "interleaved", measured, &note).await?;
+            Ok(false)
+        }
+        Outcome::NotSignificant => {
+            let note = format!("{found}: still not significant, so not confirmed");
+            decide(state, &target, "refuted", "interleaved", measured, &note).await?;
+            Ok(false)
+        }
+        Outcome::MoreRounds(more) => {
+            let Some(base) = target.previous_id else {
+                return Ok(false);
+            };
+            let comparison = (state.db)
+                .escalate_confirmation(&target, base, rounds_run, more, state.leases, state.now())
+                .await?;
+            tracing::info!(
+                regression = target.regression_id,
+                comparison,
+                more,
+                "confirmation undecided: measuring more rounds"
+            );
+            Ok(false)
+        }
+    }
+}
+
+/// Settles the confirmations of a repository that cannot go on: their re-measurement failed,
+/// was cancelled, or waited too long for its machine (announced unconfirmed), or finished
+/// without being judged (a restart between the two). Returns the ids to announce.
+pub async fn sweep(state: &AppState, repository_id: i64) -> AppResult<Vec<i64>> {
+    let pending = state
+        .db
+        .pending_confirmations(Some(repository_id), None)
+        .await?;
+    let now = state.now();
+    let mut announce = Vec::new();
+    let mut measured = Vec::new();
+    for p in pending {
+        let note = match p.job_state.as_deref() {
+            Some("succeeded") => {
+                measured.extend(p.comparison_id.filter(|id| !measured.contains(id)));
+                continue;
+            }
+            Some("queued") if p.queued_at.unwrap_or(now) + CONFIRMATION_PATIENCE_SECONDS <= now => {
+                "no machine took the re-measurement in time: announced unconfirmed"
+            }
+            Some("queued" | "running") => continue,
+            _ => {
+                "the re-measurement failed or was cancelled (see the queue): announced unconfirmed"
+            }
+        };
+        let Some(target) = state.db.confirmation_target(p.regression_id).await? else {
+            continue;
+        };
+        decide(state, &target, "unconfirmed", "failed", None, note).await?;
+        announce.push(p.regression_id);
+    }
+    for comparison in measured {
+        comparison_measured(state, comparison).await?;
+    }
+    Ok(announce)
+}
