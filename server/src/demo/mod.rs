@@ -27,6 +27,9 @@ pub struct DemoOptions {
     pub listen: SocketAddr,
     pub data: PathBuf,
     pub serve: bool,
+    /// Whether changes are measured again before they are reported. Off unless asked for: a
+    /// confirmation re-runs every suite of the demo three times on each side, minutes in all.
+    pub confirm: bool,
 }
 
 /// Writes the demo repository; returns how many commits it has.
@@ -121,6 +124,10 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
             state.now(),
         )
         .await?;
+    state
+        .db
+        .set_confirm_changes(repo.id, options.confirm)
+        .await?;
     git::sync_history(&state, &repo).await?;
     // Oldest first: the queue runs jobs in the order they were queued.
     let history = state.db.history(repo.id, commits as i64, 0).await?;
@@ -166,9 +173,13 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     confirm::wait_for_confirmations(&state, repo.id).await?;
     let jobs = state.db.jobs(JOBS_LISTED).await?;
     let failed: Vec<_> = jobs.iter().filter(|j| j.state == "failed").collect();
+    let confirmed = if options.confirm {
+        " and confirmed their changes"
+    } else {
+        ""
+    };
     println!(
-        "benchmarked {} commits and confirmed their changes in {:.0}s ({} jobs failed)",
-        commits,
+        "benchmarked {commits} commits{confirmed} in {:.0}s ({} jobs failed)",
         started.elapsed().as_secs_f64(),
         failed.len()
     );
@@ -179,7 +190,13 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
             job.error.as_deref().unwrap_or("?")
         );
     }
-    confirm::print_confirmations(&state, &repo).await?;
+    if options.confirm {
+        confirm::print_confirmations(&state, &repo).await?;
+    } else {
+        println!(
+            "confirmation: off (`kymo demo --confirm` measures each change again before reporting it)"
+        );
+    }
     print_changes(&state, &repo, running.address).await?;
     print_story_tally(&state, &repo).await?;
     if options.serve {
