@@ -36,15 +36,7 @@ pub fn upload(sha: &str, i: usize) -> Value {
 /// A tracked repository `r` whose history holds one regression and one improvement; returns
 /// the shas and the ids of every change point found.
 pub async fn repository_with_a_regression(app: &TestApp) -> (TestRepo, Vec<String>, Vec<i64>) {
-    let repo = TestRepo::new();
-    let shas: Vec<String> = (0..24)
-        .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
-        .collect();
-    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
-    assert_eq!(
-        app.post("/api/v1/repos", &body).await.0,
-        StatusCode::CREATED
-    );
+    let (repo, shas) = app.tracked_repository(24).await;
     for (i, sha) in shas.iter().enumerate() {
         let (status, answer) = app.post("/api/v1/repos/r/results", &upload(sha, i)).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");

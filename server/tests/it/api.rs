@@ -25,6 +25,21 @@ pub struct TestApp {
 }
 
 impl TestApp {
+    /// Repository `r` tracking `main` of a new git repository of `commits` commits ("change
+    /// 0", "change 1", ...), with their shas, oldest first.
+    pub async fn tracked_repository(&self, commits: usize) -> (TestRepo, Vec<String>) {
+        let repo = TestRepo::new();
+        let shas: Vec<String> = (0..commits)
+            .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
+            .collect();
+        let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
+        assert_eq!(
+            self.post("/api/v1/repos", &body).await.0,
+            StatusCode::CREATED
+        );
+        (repo, shas)
+    }
+
     pub async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("kymo.db")).await.unwrap();

@@ -338,15 +338,7 @@ fn upload_with_instructions(sha: &str, i: usize, instructions_step: f64) -> Valu
 /// A repository `r` with 24 uploaded commits and an alert channel at `hook`; returns the
 /// regressions found, by metric.
 async fn uploaded_history(app: &TestApp, hook: &str, instructions_step: f64) -> Vec<Value> {
-    let repo = TestRepo::new();
-    let shas: Vec<String> = (0..24)
-        .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
-        .collect();
-    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
-    assert_eq!(
-        app.post("/api/v1/repos", &body).await.0,
-        StatusCode::CREATED
-    );
+    let (repo, shas) = app.tracked_repository(24).await;
     let channel = json!({ "url": hook, "kind": "json" });
     assert_eq!(
         app.post("/api/v1/repos/r/alerts", &channel).await.0,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::listener::{Listener, Received};
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_toml};
-use crate::try_runs::{TIMED_LOOP, branch};
+use crate::try_runs::{WORK_SCRIPT, branch};
 use crate::webhooks::{SECRET, deliver, git};
 
 /// A GitHub `pull_request` delivery of pull request 7, signed with the repository's secret.
@@ -51,7 +51,7 @@ fn tracked(server: &KymoServer, forge: &Listener) -> (TestRepo, String) {
     repo.commit(
         &[
             ("kymo.toml", &kymo_toml("sh bench.sh", "60s", 3)),
-            ("bench.sh", TIMED_LOOP),
+            ("bench.sh", WORK_SCRIPT),
             ("work.txt", "300000\n"),
         ],
         "first",

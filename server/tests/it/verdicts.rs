@@ -33,15 +33,7 @@ fn upload(sha: &str, level: f64, i: usize) -> Value {
 /// so that it lives as long as the test.
 pub async fn repository_r(commits: usize) -> (TestApp, TestRepo, Vec<String>) {
     let app = TestApp::new().await;
-    let repo = TestRepo::new();
-    let shas: Vec<String> = (0..commits)
-        .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
-        .collect();
-    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
-    assert_eq!(
-        app.post("/api/v1/repos", &body).await.0,
-        StatusCode::CREATED
-    );
+    let (repo, shas) = app.tracked_repository(commits).await;
     (app, repo, shas)
 }
 
