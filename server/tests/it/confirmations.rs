@@ -338,7 +338,7 @@ fn upload_with_instructions(sha: &str, i: usize, instructions_step: f64) -> Valu
 /// A repository `r` with 24 uploaded commits and an alert channel at `hook`; returns the
 /// regressions found, by metric.
 async fn uploaded_history(app: &TestApp, hook: &str, instructions_step: f64) -> Vec<Value> {
-    let (repo, shas) = app.tracked_repository(24).await;
+    let (_repo, shas) = app.tracked_repository(24).await;
     let channel = json!({ "url": hook, "kind": "json" });
     assert_eq!(
         app.post("/api/v1/repos/r/alerts", &channel).await.0,
