@@ -244,9 +244,9 @@ test('a regression is acknowledged through its triage form', async (t) => {
 
   await page.goto(url(`/repos/${REPO}/regressions?kind=regression`));
   assert.deepEqual(
-    await page.locator('tbody tr td:last-child').allTextContents(),
-    ['acknowledged'],
-    'the list shows the new state',
+    await page.locator('tbody tr td:last-child .badge').allTextContents(),
+    ['acknowledged', 'unconfirmed'],
+    'the list shows the new state, and that uploaded results could not be measured again',
   );
   await page.goto(url(`/repos/${REPO}/regressions?kind=regression&state=open`));
   assert.equal(await page.locator('tbody tr').count(), 0, 'no open regression is left');
