@@ -4,18 +4,15 @@
 //! compare need not read that history at all.
 
 use crate::model::Direction;
-use crate::stats::{FAST_END_MIN_SAMPLES, NoiseModel, NoiseWindow, run_location};
+use crate::stats::{NoiseModel, NoiseWindow, run_value};
 
 use super::{Db, DbError};
 use crate::samples::Samples;
 
-/// A run's value as verdicts see it: the fast end of its samples when it has
-/// [`FAST_END_MIN_SAMPLES`] or more, else its stored `value`.
+/// A run's value as verdicts see it ([`run_value`]), its direction as stored.
 fn verdict_value(value: f64, samples: &[f64], direction: &str) -> f64 {
-    if samples.len() < FAST_END_MIN_SAMPLES {
-        return value;
-    }
-    run_location(
+    run_value(
+        value,
         samples,
         Direction::parse(direction).unwrap_or(Direction::Lower),
     )

@@ -3,7 +3,7 @@
 use sqlx::SqliteConnection;
 
 use crate::model::Direction;
-use crate::stats::{FAST_END_MIN_SAMPLES, run_location};
+use crate::stats::run_value;
 
 use super::{Db, DbError};
 use crate::samples::Samples;
@@ -13,9 +13,9 @@ use crate::samples::Samples;
 pub struct AnalysisPoint {
     pub commit_id: i64,
     pub position: i64,
-    /// The commit's value as verdicts see it: the fast end of its samples when there are
-    /// [`FAST_END_MIN_SAMPLES`] or more (see [`run_location`]), else the stored value (the
-    /// median of all samples for a commit measured several times).
+    /// The commit's value as verdicts see it ([`run_value`]): the fast end of its samples when
+    /// there are enough, else the stored value (the median of all samples for a commit measured
+    /// several times).
     pub value: f64,
     pub samples: Vec<f64>,
     /// The value of the commit's latest run alone (its fast end too, with samples enough):
@@ -139,19 +139,13 @@ impl Db {
             let samples = r.samples.0;
             let direction = Direction::parse(&r.direction).unwrap_or(Direction::Lower);
             // A run of many samples stands for their fast end, as in a verdict.
-            let located = |value: f64, samples: &[f64]| {
-                if samples.len() >= FAST_END_MIN_SAMPLES {
-                    run_location(samples, direction)
-                } else {
-                    value
-                }
-            };
-            let latest = located(r.value, &samples);
+            let latest = run_value(r.value, &samples, direction);
             match points.last_mut() {
                 Some(last) if last.commit_id == r.commit_id => {
                     values.push(r.value);
                     last.samples.extend(samples);
-                    last.value = located(pooled_value(&last.samples, &values), &last.samples);
+                    let pooled = pooled_value(&last.samples, &values);
+                    last.value = run_value(pooled, &last.samples, direction);
                     last.latest_value = latest;
                 }
                 _ => {

@@ -35,6 +35,17 @@ pub fn run_location(samples: &[f64], direction: Direction) -> f64 {
     percentile_of_sorted(&finite, fraction)
 }
 
+/// A stored run's value as verdicts see it: the fast end of its `samples` when it has
+/// [`FAST_END_MIN_SAMPLES`] or more, else `value` (what the run reported, e.g. a harness's own
+/// estimate when it sent few samples or none).
+pub fn run_value(value: f64, samples: &[f64], direction: Direction) -> f64 {
+    if samples.len() < FAST_END_MIN_SAMPLES {
+        value
+    } else {
+        run_location(samples, direction)
+    }
+}
+
 /// The spread of a run's samples near its fast end, as a standard deviation relative to the
 /// location: the distance from the 5th to the 25th percentile on the side of better values,
 /// which is 0.97 standard deviations of normal samples. None with fewer than
