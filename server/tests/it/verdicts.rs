@@ -74,14 +74,7 @@ async fn a_slow_drift_is_one_regression_over_a_range_from_where_it_started() {
         "{drift:#?}"
     );
     let id = drift["id"].as_i64().unwrap();
-    let (status, page) = app
-        .request(
-            "GET",
-            &format!("/repos/r/regressions/{id}"),
-            Body::empty(),
-            None,
-        )
-        .await;
+    let (status, page) = app.get(&format!("/repos/r/regressions/{id}")).await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.as_str().unwrap().contains("a drift over"), "{page}");
 }
@@ -142,14 +135,7 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
     assert_eq!(open, json!([]));
 
     // The page shows the evidence and escapes the note; the form triages without JavaScript.
-    let (status, page) = app
-        .request(
-            "GET",
-            &format!("/repos/r/regressions/{id}"),
-            Body::empty(),
-            None,
-        )
-        .await;
+    let (status, page) = app.get(&format!("/repos/r/regressions/{id}")).await;
     assert_eq!(status, StatusCode::OK);
     let page = page.as_str().unwrap();
     assert!(
@@ -192,12 +178,7 @@ async fn a_lasting_step_is_one_regression_that_compare_and_triage_agree_on() {
     // The compare page, filtered to significant changes, lists only the regression.
     let spec = format!("{}...{}", shas[15], shas[16]);
     let (status, page) = app
-        .request(
-            "GET",
-            &format!("/repos/r/compare/{spec}?significant=1"),
-            Body::empty(),
-            None,
-        )
+        .get(&format!("/repos/r/compare/{spec}?significant=1"))
         .await;
     assert_eq!(status, StatusCode::OK);
     let page = page.as_str().unwrap();
@@ -311,7 +292,7 @@ async fn a_fifty_percent_step_after_five_quiet_commits_is_a_regression_on_both_p
 
 /// The HTML of the page at `path`, which must answer 200.
 async fn html(app: &TestApp, path: &str) -> String {
-    let (status, page) = app.request("GET", path, Body::empty(), None).await;
+    let (status, page) = app.get(path).await;
     assert_eq!(status, StatusCode::OK, "{path}");
     page.as_str().unwrap().to_owned()
 }
