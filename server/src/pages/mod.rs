@@ -8,6 +8,7 @@ mod benchmark;
 mod comparisons;
 mod continuous;
 mod embed;
+mod findings;
 pub(crate) mod format;
 mod overlays;
 mod summary;

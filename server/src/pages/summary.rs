@@ -4,7 +4,7 @@
 
 use axum::extract::{Path, Query};
 use axum::response::Redirect;
-use kymo_core::db::{BenchmarkSeriesRow, RecentValue, RegressionRow};
+use kymo_core::db::{BenchmarkSeriesRow, RecentValue};
 use kymo_core::protocol::query_value;
 use serde::Deserialize;
 
@@ -15,8 +15,6 @@ use crate::chart::render_sparkline;
 pub const SUMMARY_WINDOW: i64 = 30;
 /// Series shown per page of the summary: the page's cost stays bounded however many exist.
 pub const SUMMARY_PAGE: usize = 50;
-/// Open regressions listed before the summary; the rest are one link away.
-pub const OPEN_REGRESSIONS_SHOWN: usize = 10;
 
 /// One series in the summary.
 pub struct SeriesSummaryView {
@@ -32,29 +30,6 @@ pub struct SeriesSummaryView {
     /// fewer than two values in the window.
     badness: Option<f64>,
     values: Vec<f64>,
-}
-
-/// An open regression, as the repository page lists it.
-pub struct OpenRegressionView {
-    pub id: i64,
-    pub benchmark: String,
-    pub metric: String,
-    pub change: String,
-    pub sha: String,
-    pub short: String,
-}
-
-impl From<&RegressionRow> for OpenRegressionView {
-    fn from(r: &RegressionRow) -> Self {
-        Self {
-            id: r.id,
-            benchmark: r.benchmark.clone(),
-            metric: r.metric.clone(),
-            change: format!("{:+.1} %", r.change_pct),
-            short: r.sha.get(..10).unwrap_or(&r.sha).to_owned(),
-            sha: r.sha.clone(),
-        }
-    }
 }
 
 /// How the summary is ordered: by change (worst first, the default) or by name.

@@ -8,11 +8,9 @@ use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter};
 use serde::Deserialize;
 
 use super::access::Viewer;
+use super::findings::{OpenFindings, group_open_regressions};
 use super::format::{change, elapsed, summary, utc, value};
-use super::summary::{
-    OPEN_REGRESSIONS_SHOWN, OpenRegressionView, SUMMARY_PAGE, SUMMARY_WINDOW, SeriesSummaryView,
-    SummarySort, summarize,
-};
+use super::summary::{SUMMARY_PAGE, SUMMARY_WINDOW, SeriesSummaryView, SummarySort, summarize};
 use super::{PageResult, RowWindow, is_htmx, render};
 use std::collections::HashMap;
 
@@ -77,8 +75,7 @@ struct RepoPage {
     history: Vec<HistoryView>,
     next_offset: Option<i64>,
     /// The newest open regressions, and how many are open.
-    open_regressions: Vec<OpenRegressionView>,
-    open_count: usize,
+    open: OpenFindings,
     /// One page of the performance summary, its order, and where the next page starts.
     summary: Vec<SeriesSummaryView>,
     summary_rows: RowWindow,
@@ -149,12 +146,7 @@ pub async fn repository(
     let page = RepoPage {
         pulls,
         comparisons,
-        open_count: open.len(),
-        open_regressions: open
-            .iter()
-            .take(OPEN_REGRESSIONS_SHOWN)
-            .map(OpenRegressionView::from)
-            .collect(),
+        open: group_open_regressions(&open),
         summary,
         summary_rows,
         sort: paging.sort,
