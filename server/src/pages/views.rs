@@ -263,7 +263,8 @@ pub async fn commit(
                 }
                 (None, None) => ("–".into(), value(r.value, &r.unit), "–".into(), "", 0.0),
             };
-            let samples = r.samples.len();
+            // A result stored without samples is one value (an instruction count, a figure).
+            let samples = r.samples.len().max(1);
             let view = ResultView {
                 parent,
                 value: this,
