@@ -124,6 +124,14 @@ pub fn compare(
         verdict.method = "effect-only";
     }
 
+    // An interval in the metric's unit can reach below zero when the noise is wide; a level
+    // measured only in non-negative values (times, rates, counts) cannot fall by more than all
+    // of it, so the interval stops at -100 %.
+    if baseline > 0.0 && base.iter().chain(&head).all(|v| *v >= 0.0) {
+        verdict.ci_low_pct = verdict.ci_low_pct.max(-100.0);
+        verdict.ci_high_pct = verdict.ci_high_pct.max(-100.0);
+    }
+
     let large = delta != 0.0 && scale.size(delta) >= threshold;
     verdict.kind = match verdict.p_value {
         _ if !large => VerdictKind::NoChange,
@@ -316,6 +324,21 @@ mod tests {
         assert!(v.ci_low_pct > 10.0 && v.ci_high_pct < 30.0);
         let v = compare(&[100.0], &[101.0], Direction::Lower, &noise, &s);
         assert_eq!(v.kind, VerdictKind::NoChange, "{v:?}");
+    }
+
+    #[test]
+    fn the_interval_of_a_fall_in_non_negative_values_stops_at_minus_100_percent() {
+        // Throughput that fell 99 % against a history that moves 40 % from commit to commit:
+        // the interval in the unit reaches below zero, which no rate can.
+        let mut rng = Rng::new(4);
+        let noise = history(&mut rng, 0.4);
+        let s = Sensitivity::default();
+        let v = compare(&[100.0], &[1.0], Direction::Higher, &noise, &s);
+        assert_eq!(v.method, "history-noise");
+        assert!(v.ci_low_pct >= -100.0 && v.ci_low_pct < v.change_pct, "{v:?}");
+        // Values that may be negative (a gain, a difference) keep the interval as computed.
+        let v = compare(&[100.0], &[-50.0], Direction::Higher, &noise, &s);
+        assert!(v.ci_low_pct < -150.0, "{v:?}");
     }
 
     #[test]
