@@ -335,7 +335,10 @@ mod tests {
         let s = Sensitivity::default();
         let v = compare(&[100.0], &[1.0], Direction::Higher, &noise, &s);
         assert_eq!(v.method, "history-noise");
-        assert!(v.ci_low_pct >= -100.0 && v.ci_low_pct < v.change_pct, "{v:?}");
+        assert!(
+            v.ci_low_pct >= -100.0 && v.ci_low_pct < v.change_pct,
+            "{v:?}"
+        );
         // Values that may be negative (a gain, a difference) keep the interval as computed.
         let v = compare(&[100.0], &[-50.0], Direction::Higher, &noise, &s);
         assert!(v.ci_low_pct < -150.0, "{v:?}");

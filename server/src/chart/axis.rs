@@ -8,12 +8,14 @@ use super::markup::{push_escaped, push_int};
 use super::overlay::Frame;
 use super::{TrendPoint, x_of};
 
-/// Horizontal pixels a two-line label needs (`2026-11-24` at 11 px, with a gap).
-const PIXELS_PER_TICK: i32 = 92;
+/// Horizontal pixels a two-line label needs (`2026-11-24` at 11 px is about 62, and a gap).
+const PIXELS_PER_TICK: i32 = 76;
 const TICK_COLOR: &str = "#333333";
 
-/// The drawn points to label: at most one per [`PIXELS_PER_TICK`] pixels, evenly spread over
-/// the positions shown, each the drawn point nearest to its ideal place.
+/// The drawn points to label: every drawn point when each can have [`PIXELS_PER_TICK`] pixels;
+/// otherwise points a fixed number of commits apart, counted back from the newest (so the
+/// labels are evenly spaced and the newest commit is always named), each the drawn point
+/// nearest to its ideal place.
 pub(super) fn tick_points<'p>(
     line: &[&'p TrendPoint],
     (first, last): (i64, i64),
@@ -26,9 +28,10 @@ pub(super) fn tick_points<'p>(
     if line.len() as i64 <= count {
         return line.to_vec();
     }
+    let step = ((last - first).max(1) + count - 2) / (count - 1);
     let mut ticks: Vec<&TrendPoint> = Vec::with_capacity(count as usize);
-    for k in 0..count {
-        let ideal = first + (last - first) * k / (count - 1);
+    let mut ideal = last;
+    while ideal >= first {
         let at = line.partition_point(|p| x_of(p) < ideal);
         let nearest = match (at.checked_sub(1).map(|i| line[i]), line.get(at).copied()) {
             (Some(before), Some(after)) if ideal - x_of(before) <= x_of(after) - ideal => before,
@@ -39,7 +42,9 @@ pub(super) fn tick_points<'p>(
         if ticks.last().is_none_or(|t| t.position != nearest.position) {
             ticks.push(nearest);
         }
+        ideal -= step;
     }
+    ticks.reverse();
     ticks
 }
 

@@ -453,6 +453,32 @@ fn ten_thousand_points_render_well_under_thirty_milliseconds() {
 }
 
 #[test]
+fn commit_labels_are_evenly_spaced_and_name_the_newest_commit() {
+    // 30 commits do not each get a label at 960 pixels: the labelled ones are a fixed number
+    // of commits apart, counted back from the newest, with no uneven gap.
+    let mut points = series(&[10.0; 30]);
+    for point in &mut points {
+        point.sha = format!("{:07}{}", point.position, &SHA[7..]);
+    }
+    let svg = render(&points);
+    let xs: Vec<i64> = svg
+        .split("<text x=\"")
+        .skip(1)
+        .filter(|t| t.contains("<tspan font-family=\"monospace\">"))
+        .map(|t| t[..t.find('"').unwrap()].parse().unwrap())
+        .collect();
+    assert!(xs.len() >= 5 && xs.len() < 30, "{xs:?}");
+    let gaps: Vec<i64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+    let (narrowest, widest) = (gaps.iter().min().unwrap(), gaps.iter().max().unwrap());
+    assert!(widest - narrowest <= 2, "even spacing: {gaps:?}");
+    let newest = format!("{:07}", 29);
+    assert!(
+        svg.contains(&format!("monospace\">{newest}</tspan>")),
+        "{svg}"
+    );
+}
+
+#[test]
 fn the_x_axis_names_commits_by_short_sha_and_date() {
     let mut points = series(&[10.0, 11.0, 12.0]);
     for (i, point) in points.iter_mut().enumerate() {

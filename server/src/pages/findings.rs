@@ -189,7 +189,11 @@ mod tests {
         assert_eq!(found.shown[1].benchmark, "bus");
         assert_eq!(found.shown[2].sha, "aaaaaaaaaaaa", "the older commit last");
         let spans: Vec<usize> = found.shown.iter().map(|f| f.commit_rows).collect();
-        assert_eq!(spans, [2, 0, 1], "each commit is named once, beside its findings");
+        assert_eq!(
+            spans,
+            [2, 0, 1],
+            "each commit is named once, beside its findings"
+        );
     }
 
     #[test]
