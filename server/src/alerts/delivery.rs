@@ -10,8 +10,10 @@ use kymo_core::db::{AttemptOutcome, NextStep, OutboxItem};
 use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 
+use super::message::AlertFacts;
 use super::{Outgoing, alert_facts, message, status};
 use crate::error::AppResult;
+use crate::pages::format::change_size;
 use crate::state::AppState;
 
 /// Attempts before a message is given up on.
@@ -83,23 +85,26 @@ impl DeliveryLoop {
     }
 }
 
-/// One tick: sends every due row of both outboxes and records the outcomes. Returns how many
-/// attempts were made.
+/// One tick: sends every due row of both outboxes and records the outcomes. Due alerts for the
+/// same channel and culprit commit go out as one message (the worst regression, naming the
+/// others), and its outcome is recorded on each of their rows. Returns how many rows were
+/// attempted.
 pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
     let now = state.now();
-    // Each due row becomes a request, or the reason it is no longer to be sent.
-    let mut prepared: Vec<(OutboxItem, i64, Result<Outgoing, &str>)> = Vec::new();
+    // Each request, with the rows it answers for, or the reason they are no longer to be sent.
+    let mut prepared: Vec<(Vec<(OutboxItem, i64)>, Result<Outgoing, &str>)> = Vec::new();
+    let mut alerts: Vec<AlertGroup> = Vec::new();
     for due in state.db.due_alert_deliveries(now, BATCH).await? {
-        let request = alert_facts(state, due.regression_id)
-            .await?
-            .map(|facts| Outgoing {
-                url: due.url,
-                headers: Vec::new(),
-                body: message::alert_body(&due.kind, &facts),
-            });
-        let request = request.ok_or("not sent: the analysis no longer finds this regression");
-        prepared.push((OutboxItem::Alert(due.id), due.attempts + 1, request));
+        let row = (OutboxItem::Alert(due.id), due.attempts + 1);
+        match alert_facts(state, due.regression_id).await? {
+            Some(facts) => AlertGroup::add(&mut alerts, due.url, due.kind, row, facts),
+            None => prepared.push((
+                vec![row],
+                Err("not sent: the analysis no longer finds this regression"),
+            )),
+        }
     }
+    prepared.extend(alerts.into_iter().map(AlertGroup::into_request));
     for due in state.db.due_status_posts(now, BATCH).await? {
         let target_url = format!(
             "{}/repos/{}/commits/{}",
@@ -115,26 +120,30 @@ pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
             )
         });
         let request = request.ok_or("not sent: the repository has no commit-status target");
-        prepared.push((OutboxItem::CommitStatus(due.id), due.attempts + 1, request));
+        prepared.push((
+            vec![(OutboxItem::CommitStatus(due.id), due.attempts + 1)],
+            request,
+        ));
     }
     let agent = agent();
-    let mut sends: JoinSet<(OutboxItem, i64, AttemptOutcome)> = JoinSet::new();
-    for (item, attempt, request) in prepared {
+    let mut sends: JoinSet<(Vec<(OutboxItem, i64)>, AttemptOutcome)> = JoinSet::new();
+    for (rows, request) in prepared {
         match request {
             Ok(request) => {
                 let agent = agent.clone();
-                sends.spawn(async move { (item, attempt, send(agent, request).await) });
+                sends.spawn(async move { (rows, send(agent, request).await) });
             }
             Err(reason) => {
                 let outcome = AttemptOutcome {
                     http_status: None,
                     error: Some(reason.to_owned()),
                 };
-                let cancelled = NextStep::Cancelled;
-                state
-                    .db
-                    .record_attempt(item, attempt, &outcome, cancelled, now)
-                    .await?;
+                for (item, attempt) in rows {
+                    state
+                        .db
+                        .record_attempt(item, attempt, &outcome, NextStep::Cancelled, now)
+                        .await?;
+                }
             }
         }
     }
@@ -142,27 +151,87 @@ pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
     let mut attempts = 0;
     let mut first_error = None;
     while let Some(done) = sends.join_next().await {
-        let (item, attempt, outcome) = done.map_err(anyhow::Error::from)?;
+        let (rows, outcome) = done.map_err(anyhow::Error::from)?;
         let now = state.now();
-        let next = next_step(&outcome, attempt, now);
-        if next == NextStep::Failed {
-            tracing::warn!(?item, attempt, ?outcome, "alert given up");
-        }
-        match state
-            .db
-            .record_attempt(item, attempt, &outcome, next, now)
-            .await
-        {
-            Ok(()) => attempts += 1,
-            Err(err) => {
-                tracing::error!(?item, error = %err, "cannot record a delivery attempt");
-                first_error.get_or_insert(err);
+        for (item, attempt) in rows {
+            let next = next_step(&outcome, attempt, now);
+            if next == NextStep::Failed {
+                tracing::warn!(?item, attempt, ?outcome, "alert given up");
+            }
+            match state
+                .db
+                .record_attempt(item, attempt, &outcome, next, now)
+                .await
+            {
+                Ok(()) => attempts += 1,
+                Err(err) => {
+                    tracing::error!(?item, error = %err, "cannot record a delivery attempt");
+                    first_error.get_or_insert(err);
+                }
             }
         }
     }
     match first_error {
         Some(err) => Err(err.into()),
         None => Ok(attempts),
+    }
+}
+
+/// Due alerts of one channel about one culprit: they leave as one message.
+struct AlertGroup {
+    url: String,
+    kind: String,
+    rows: Vec<(OutboxItem, i64)>,
+    facts: Vec<AlertFacts>,
+}
+
+impl AlertGroup {
+    /// Puts a due row into the group of its channel and culprit, or starts one.
+    fn add(
+        groups: &mut Vec<AlertGroup>,
+        url: String,
+        kind: String,
+        row: (OutboxItem, i64),
+        facts: AlertFacts,
+    ) {
+        let same = |g: &&mut AlertGroup| {
+            g.url == url
+                && g.kind == kind
+                && g.facts[0].repository == facts.repository
+                && g.facts[0].culprit == facts.culprit
+        };
+        match groups.iter_mut().find(same) {
+            Some(group) => {
+                group.rows.push(row);
+                group.facts.push(facts);
+            }
+            None => groups.push(AlertGroup {
+                url,
+                kind,
+                rows: vec![row],
+                facts: vec![facts],
+            }),
+        }
+    }
+
+    /// The message: about the biggest change (a throughput that fell 99 % before a time that
+    /// rose 200 %), naming the others, biggest first.
+    fn into_request(mut self) -> (Vec<(OutboxItem, i64)>, Result<Outgoing, &'static str>) {
+        let size = |f: &AlertFacts| {
+            let ratio = 1.0 + f.change_pct / 100.0;
+            if ratio > 0.0 {
+                ratio.ln().abs()
+            } else {
+                f64::INFINITY
+            }
+        };
+        self.facts.sort_by(|a, b| size(b).total_cmp(&size(a)));
+        let request = Outgoing {
+            url: self.url,
+            headers: Vec::new(),
+            body: message::alert_body(&self.kind, &self.facts[0], &self.facts[1..]),
+        };
+        (self.rows, Ok(request))
     }
 }
 

@@ -61,6 +61,11 @@ pub struct Confidence {
     pub ci_high_pct: f64,
 }
 
+/// Other regressions of the same commit named in one message, worst first: a commit that slows
+/// a benchmark usually moves several of its metrics (and often other benchmarks), and a chat
+/// with one message per metric is a chat people mute.
+const ALSO_NAMED: usize = 10;
+
 /// The generic JSON body (kind `json`), documented in `docs/ALERTS.md`.
 #[derive(Serialize)]
 struct JsonAlert<'a> {
@@ -68,20 +73,70 @@ struct JsonAlert<'a> {
     summary: String,
     #[serde(flatten)]
     facts: &'a AlertFacts,
+    also: Vec<AlsoRegressed<'a>>,
 }
 
-/// The body to POST to a channel of `kind` (`json`, `slack` or `discord`).
-pub fn alert_body(kind: &str, facts: &AlertFacts) -> Value {
+/// Another regression at the same culprit, as the JSON body lists it under `also`.
+#[derive(Serialize)]
+struct AlsoRegressed<'a> {
+    regression_id: i64,
+    benchmark: &'a str,
+    metric: &'a str,
+    machine: &'a str,
+    change_pct: f64,
+    regression_url: &'a str,
+}
+
+/// The body to POST to a channel of `kind` (`json`, `slack` or `discord`) about the regression
+/// `facts` and the other regressions `also` found at the same culprit (each has its own page;
+/// the message names them so one commit makes one message).
+pub fn alert_body(kind: &str, facts: &AlertFacts, also: &[AlertFacts]) -> Value {
     match kind {
-        "slack" => slack_body(facts),
-        "discord" => discord_body(facts),
+        "slack" => slack_body(facts, also),
+        "discord" => discord_body(facts, also),
         _ => serde_json::to_value(JsonAlert {
             event: "regression",
-            summary: summary_line(facts, &|s| s.to_owned()),
+            summary: summary_line(facts, also.len(), &|s| s.to_owned()),
             facts,
+            also: also
+                .iter()
+                .map(|a| AlsoRegressed {
+                    regression_id: a.regression_id,
+                    benchmark: &a.benchmark,
+                    metric: &a.metric,
+                    machine: &a.machine,
+                    change_pct: a.change_pct,
+                    regression_url: &a.regression_url,
+                })
+                .collect(),
         })
         .unwrap_or(Value::Null),
     }
+}
+
+/// The other regressions as lines of `• name metric +x %`, linked by `link(url, text)`, at most
+/// [`ALSO_NAMED`] and a count of the rest.
+fn also_lines(
+    also: &[AlertFacts],
+    escape: &dyn Fn(&str) -> String,
+    link: &dyn Fn(&str, &str) -> String,
+) -> String {
+    let mut lines: Vec<String> = also
+        .iter()
+        .take(ALSO_NAMED)
+        .map(|a| {
+            let name = format!(
+                "{} {}",
+                escape(&one_line(&a.benchmark)),
+                escape(&one_line(&a.metric))
+            );
+            format!("• {} {}", link(&a.regression_url, &name), change(a))
+        })
+        .collect();
+    if also.len() > ALSO_NAMED {
+        lines.push(format!("… and {} more", also.len() - ALSO_NAMED));
+    }
+    lines.join("\n")
 }
 
 /// `+12.3 %`
@@ -126,15 +181,21 @@ fn culprit_text(culprit: &Culprit, escape: &dyn Fn(&str) -> String) -> String {
     }
 }
 
-/// One line saying it all, with names escaped by `escape`.
-fn summary_line(facts: &AlertFacts, escape: &dyn Fn(&str) -> String) -> String {
+/// One line saying it all, with names escaped by `escape`; `more` other regressions at the same
+/// culprit are counted.
+fn summary_line(facts: &AlertFacts, more: usize, escape: &dyn Fn(&str) -> String) -> String {
     let unconfirmed = if facts.confirmation.as_deref() == Some("unconfirmed") {
         " (unconfirmed: it could not be measured again)"
     } else {
         ""
     };
+    let more = match more {
+        0 => String::new(),
+        1 => ", and 1 more regression at the same commit".to_owned(),
+        n => format!(", and {n} more regressions at the same commit"),
+    };
     format!(
-        "Regression in {}: {} {} {} on machine {}{unconfirmed}",
+        "Regression in {}: {} {} {} on machine {}{unconfirmed}{more}",
         escape(&facts.repository),
         escape(&one_line(&facts.benchmark)),
         escape(&one_line(&facts.metric)),
@@ -143,13 +204,14 @@ fn summary_line(facts: &AlertFacts, escape: &dyn Fn(&str) -> String) -> String {
     )
 }
 
-fn slack_body(facts: &AlertFacts) -> Value {
+fn slack_body(facts: &AlertFacts, also: &[AlertFacts]) -> Value {
     let e = |s: &str| slack_escape(s);
     let field = |name: &str, value: String| json!({ "type": "mrkdwn", "text": format!("*{name}*\n{value}") });
-    json!({
-        "text": summary_line(facts, &e),
+    let summary = summary_line(facts, also.len(), &e);
+    let mut body = json!({
+        "text": summary,
         "blocks": [
-            { "type": "section", "text": { "type": "mrkdwn", "text": format!("*{}*", summary_line(facts, &e)) } },
+            { "type": "section", "text": { "type": "mrkdwn", "text": format!("*{summary}*") } },
             { "type": "section", "fields": [
                 field("Benchmark", e(&one_line(&facts.benchmark))),
                 field("Metric", format!("{} ({})", e(&one_line(&facts.metric)), e(&one_line(&facts.unit)))),
@@ -161,14 +223,23 @@ fn slack_body(facts: &AlertFacts) -> Value {
             { "type": "section", "text": { "type": "mrkdwn", "text": format!(
                 "<{}|Regression #{}> · <{}|Compare>", facts.regression_url, facts.regression_id, facts.compare_url) } }
         ]
-    })
+    });
+    if !also.is_empty() {
+        let lines = also_lines(also, &e, &|url, text| format!("<{url}|{text}>"));
+        // A section's text holds at most 3,000 characters.
+        let text = cut(&format!("*Also at this commit*\n{lines}"), 2900);
+        if let Some(blocks) = body["blocks"].as_array_mut() {
+            blocks.push(json!({ "type": "section", "text": { "type": "mrkdwn", "text": text } }));
+        }
+    }
+    body
 }
 
-fn discord_body(facts: &AlertFacts) -> Value {
+fn discord_body(facts: &AlertFacts, also: &[AlertFacts]) -> Value {
     let e = |s: &str| discord_escape(s);
     let field = |name: &str, value: String, inline: bool| json!({ "name": name, "value": cut(&value, 1000), "inline": inline });
-    json!({
-        "content": cut(&summary_line(facts, &e), 1900),
+    let mut body = json!({
+        "content": cut(&summary_line(facts, also.len(), &e), 1900),
         // Names come from benchmark output: never let them ping anyone.
         "allowed_mentions": { "parse": [] },
         "embeds": [{
@@ -185,7 +256,14 @@ fn discord_body(facts: &AlertFacts) -> Value {
                 field("Links", format!("[Regression]({}) · [Compare]({})", facts.regression_url, facts.compare_url), false),
             ]
         }]
-    })
+    });
+    if !also.is_empty() {
+        let lines = also_lines(also, &e, &|url, text| format!("[{text}]({url})"));
+        if let Some(fields) = body["embeds"][0]["fields"].as_array_mut() {
+            fields.push(field("Also at this commit", lines, false));
+        }
+    }
+    body
 }
 
 /// Slack's three control characters, as its formatting reference asks.
@@ -281,8 +359,59 @@ mod tests {
     }
 
     #[test]
+    fn one_message_names_the_other_regressions_of_its_commit() {
+        let others: Vec<AlertFacts> = (0..12)
+            .map(|i| AlertFacts {
+                regression_id: 100 + i,
+                metric: format!("latency_p{i}"),
+                regression_url: format!("https://kymo.example/repos/r/regressions/{}", 100 + i),
+                ..facts("<ring>", commit())
+            })
+            .collect();
+        let body = alert_body("json", &facts("parse", commit()), &others);
+        assert_eq!(
+            body["also"].as_array().unwrap().len(),
+            12,
+            "JSON lists them all"
+        );
+        assert_eq!(body["also"][0]["regression_id"], 100);
+        assert_eq!(body["also"][0]["benchmark"], "<ring>");
+        assert!(
+            body["summary"]
+                .as_str()
+                .unwrap()
+                .ends_with("and 12 more regressions at the same commit"),
+            "{body}"
+        );
+        let slack = alert_body("slack", &facts("parse", commit()), &others);
+        let also = slack["blocks"].as_array().unwrap().last().unwrap()["text"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            also.contains(
+                "<https://kymo.example/repos/r/regressions/100|&lt;ring&gt; latency_p0> +20.0 %"
+            ),
+            "{also}"
+        );
+        assert!(also.ends_with("… and 2 more"), "chats name ten: {also}");
+        let discord = alert_body("discord", &facts("parse", commit()), &others[..1]);
+        let fields = discord["embeds"][0]["fields"].as_array().unwrap();
+        assert_eq!(fields.last().unwrap()["name"], "Also at this commit");
+        assert!(
+            fields.last().unwrap()["value"]
+                .as_str()
+                .unwrap()
+                .contains(r"\<ring\>")
+        );
+        let alone = alert_body("json", &facts("parse", commit()), &[]);
+        assert_eq!(alone["also"], json!([]));
+        assert!(!alone["summary"].as_str().unwrap().contains("more"));
+    }
+
+    #[test]
     fn the_json_body_carries_every_fact() {
-        let body = alert_body("json", &facts("parse", commit()));
+        let body = alert_body("json", &facts("parse", commit()), &[]);
         assert_eq!(body["event"], "regression");
         assert_eq!(body["repository"], "r");
         assert_eq!(body["benchmark"], "parse");
@@ -308,10 +437,10 @@ mod tests {
             first_bad: "c".repeat(40),
             commits: 4,
         };
-        let body = alert_body("json", &facts("parse", range.clone()));
+        let body = alert_body("json", &facts("parse", range.clone()), &[]);
         assert_eq!(body["culprit"]["type"], "range");
         assert_eq!(body["culprit"]["commits"], 4);
-        let slack = alert_body("slack", &facts("parse", range)).to_string();
+        let slack = alert_body("slack", &facts("parse", range), &[]).to_string();
         assert!(
             slack.contains("one of 4 commits aaaaaaaaaa..cccccccccc"),
             "{slack}"
@@ -320,7 +449,7 @@ mod tests {
 
     #[test]
     fn slack_gets_text_blocks_and_escaped_names() {
-        let body = alert_body("slack", &facts("<!channel> & <b>", commit()));
+        let body = alert_body("slack", &facts("<!channel> & <b>", commit()), &[]);
         let text = body["text"].as_str().unwrap();
         assert!(text.contains("&lt;!channel&gt; &amp; &lt;b&gt;"), "{text}");
         assert!(!body.to_string().contains("<!channel>"));
@@ -340,6 +469,7 @@ mod tests {
         let body = alert_body(
             "discord",
             &facts("@everyone **x** [y](http://evil)\nz", commit()),
+            &[],
         );
         assert_eq!(body["allowed_mentions"]["parse"], json!([]));
         let content = body["content"].as_str().unwrap();
@@ -356,12 +486,12 @@ mod tests {
 
     #[test]
     fn long_names_are_cut_to_fit_the_chats_limits() {
-        let body = alert_body("discord", &facts(&"x".repeat(10_000), commit()));
+        let body = alert_body("discord", &facts(&"x".repeat(10_000), commit()), &[]);
         assert!(body["content"].as_str().unwrap().chars().count() <= 2000);
         for field in body["embeds"][0]["fields"].as_array().unwrap() {
             assert!(field["value"].as_str().unwrap().chars().count() <= 1024);
         }
-        let slack = alert_body("slack", &facts(&"y".repeat(10_000), commit()));
+        let slack = alert_body("slack", &facts(&"y".repeat(10_000), commit()), &[]);
         assert!(slack["text"].as_str().unwrap().chars().count() < 400);
     }
 }

@@ -4,7 +4,7 @@
 
 use kymo_core::db::RegressionRow;
 
-use super::format::summary;
+use super::format::{change_size, summary};
 
 /// Findings listed before the summary; the rest are one link away.
 pub const FINDINGS_SHOWN: usize = 10;
@@ -71,7 +71,7 @@ pub fn group_open_regressions(rows: &[RegressionRow]) -> OpenFindings {
         .into_iter()
         .take(FINDINGS_SHOWN)
         .map(|(_, _, _, mut members)| {
-            members.sort_by(|a, b| size(b).total_cmp(&size(a)));
+            members.sort_by(|a, b| change_size(b.change_pct).total_cmp(&change_size(a.change_pct)));
             let first = members[0];
             OpenFindingView {
                 benchmark: first.benchmark.clone(),
@@ -104,17 +104,6 @@ pub fn group_open_regressions(rows: &[RegressionRow]) -> OpenFindings {
         findings,
         commits: commits.len(),
         regressions: rows.len(),
-    }
-}
-
-/// How big a change is, whatever its direction: a throughput that fell 99 % is a 100× change,
-/// bigger than a time that rose 233 %.
-fn size(row: &&RegressionRow) -> f64 {
-    let ratio = 1.0 + row.change_pct / 100.0;
-    if ratio > 0.0 {
-        ratio.ln().abs()
-    } else {
-        f64::INFINITY
     }
 }
 

@@ -85,6 +85,17 @@ pub fn summary(message: &str) -> String {
     }
 }
 
+/// How big a change of `change_pct` is, whatever its direction: the size of its ratio on the
+/// log scale, so a throughput that fell 99 % (a 100× change) outranks a time that rose 233 %.
+pub fn change_size(change_pct: f64) -> f64 {
+    let ratio = 1.0 + change_pct / 100.0;
+    if ratio > 0.0 {
+        ratio.ln().abs()
+    } else {
+        f64::INFINITY
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

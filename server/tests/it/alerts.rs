@@ -364,3 +364,63 @@ async fn bad_channels_are_refused_and_change_nothing() {
     let (_, channels) = app.get("/api/v1/repos/r/alerts").await;
     assert_eq!(channels, json!([]));
 }
+
+#[tokio::test]
+async fn the_regressions_of_one_commit_go_out_as_one_message_per_channel() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = app.tracked_repository(24).await;
+    for (i, sha) in shas.iter().enumerate() {
+        // At commit 16 `parse` gets 30 % slower and `encode` 60 %.
+        let level = |before: f64, after: f64| if i < 16 { before } else { after };
+        let metric = |level: f64| {
+            json!([{ "name": "time", "unit": "ns", "direction": "lower",
+                     "value": level, "samples": jittered(level, i) }])
+        };
+        let upload = json!({
+            "commit": sha,
+            "specs": specs(),
+            "suites": [{ "suite": "s", "results": { "benchmarks": [
+                { "name": "parse", "metrics": metric(level(100.0, 130.0)) },
+                { "name": "encode", "metrics": metric(level(50.0, 80.0)) }
+            ]}}]
+        });
+        let (status, answer) = app.post("/api/v1/repos/r/results", &upload).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let (_, found) = app.get("/api/v1/repos/r/regressions?kind=regression").await;
+    let ids: Vec<i64> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{found:#}");
+    let hook = Listener::answering(&[200]);
+    let chat = Listener::answering(&[200]);
+    add_channel(&app, &format!("{}/hook", hook.url), "json").await;
+    add_channel(&app, &format!("{}/services/T0/B0/x", chat.url), "slack").await;
+
+    regressions_found(&app.state, &ids).await.unwrap();
+    assert_eq!(deliver_once(&app.state).await.unwrap(), 4, "four rows");
+    assert_eq!((hook.received().len(), chat.received().len()), (1, 1));
+    let body = hook.received()[0].json();
+    assert_eq!(body["benchmark"], "encode", "the bigger change leads");
+    assert_eq!(body["also"].as_array().unwrap().len(), 1, "{body:#}");
+    assert_eq!(body["also"][0]["benchmark"], "parse");
+    assert_eq!(body["culprit"]["sha"], shas[16]);
+    let slack = chat.received()[0].json().to_string();
+    assert!(slack.contains("Also at this commit") && slack.contains("parse time"));
+
+    // Every row is delivered, and nothing is sent again.
+    let log = delivery_log(&app).await;
+    let deliveries = log["deliveries"].as_array().unwrap();
+    assert_eq!(deliveries.len(), 4);
+    assert!(
+        deliveries.iter().all(|d| d["state"] == "delivered"),
+        "{log:#}"
+    );
+    regressions_found(&app.state, &ids).await.unwrap();
+    app.clock.advance(3600);
+    assert_eq!(deliver_once(&app.state).await.unwrap(), 0);
+    assert_eq!((hook.received().len(), chat.received().len()), (1, 1));
+}
