@@ -17,9 +17,10 @@ use std::cell::RefCell;
 use crate::model::Direction;
 
 use super::distribution::{students_t_quantile, students_t_sf};
-use super::location::{fast_end_spread, run_location};
+use super::location::{FAST_END_MIN_SAMPLES, fast_end_fraction, fast_end_spread, run_location};
 use super::mann_whitney::{mann_whitney, shift_interval};
 use super::noise::{NoiseModel, within_run_sd};
+use super::quantile_interval::quantile_difference_interval;
 use super::robust::{PercentBase, median};
 use super::sensitivity::Sensitivity;
 use super::threshold::{Scale, explain, history_df, upper_bound_multiplier};
@@ -99,7 +100,16 @@ pub fn compare(
     let both_sampled = base.len() >= MIN_RANK_SAMPLES && head.len() >= MIN_RANK_SAMPLES;
     if both_sampled || (history.is_none() && samples_estimate.is_some()) {
         let test = mann_whitney(&head, &base);
-        let (low, high) = shift_interval(&base, &head, 1.0 - s.alpha);
+        // The interval is about the number shown: the difference of the runs' fast ends when
+        // they stand for them, else the shift of the whole samples.
+        let fast_ends = base.len().min(head.len()) >= FAST_END_MIN_SAMPLES;
+        let (low, high) = fast_ends
+            .then(|| {
+                let fraction = fast_end_fraction(direction);
+                quantile_difference_interval(&base, &head, fraction, 1.0 - s.alpha, delta)
+            })
+            .flatten()
+            .unwrap_or_else(|| shift_interval(&base, &head, 1.0 - s.alpha));
         verdict.p_value = Some(test.p_value);
         verdict.ci_low_pct = reference.percent(low);
         verdict.ci_high_pct = reference.percent(high);

@@ -28,11 +28,16 @@ pub fn run_location(samples: &[f64], direction: Direction) -> f64 {
         return median(&finite);
     }
     finite.sort_unstable_by(f64::total_cmp);
-    let fraction = match direction {
+    percentile_of_sorted(&finite, fast_end_fraction(direction))
+}
+
+/// Which quantile of a run's samples its fast end is: the 5th percentile of lower-is-better
+/// samples, the 95th of higher-is-better ones.
+pub(crate) fn fast_end_fraction(direction: Direction) -> f64 {
+    match direction {
         Direction::Lower => FAST_END_PERCENTILE / 100.0,
         Direction::Higher => 1.0 - FAST_END_PERCENTILE / 100.0,
-    };
-    percentile_of_sorted(&finite, fraction)
+    }
 }
 
 /// A stored run's value as verdicts see it: the fast end of its `samples` when it has

@@ -36,6 +36,7 @@ mod noise;
 mod noise_window;
 #[cfg(test)]
 mod properties;
+mod quantile_interval;
 mod robust;
 mod segmentation;
 mod sensitivity;
