@@ -14,6 +14,8 @@ pub struct RepositorySummary {
     pub commits: i64,
     pub benchmarks: i64,
     pub last_run_at: Option<i64>,
+    /// Regressions found and not yet triaged (acknowledged, fixed or dismissed).
+    pub open_regressions: i64,
 }
 
 /// A commit of the tracked branch, newest first, with its jobs' states per machine.
@@ -116,7 +118,11 @@ impl Db {
                       (SELECT count(*) FROM commits c WHERE c.repository_id = r.id AND c.position IS NOT NULL) AS "commits!: i64",
                       (SELECT count(*) FROM benchmarks b WHERE b.repository_id = r.id) AS "benchmarks!: i64",
                       (SELECT max(u.created_at) FROM runs u JOIN commits c ON c.id = u.commit_id
-                       WHERE c.repository_id = r.id) AS "last_run_at?: i64"
+                       WHERE c.repository_id = r.id) AS "last_run_at?: i64",
+                      (SELECT count(*) FROM regressions g JOIN series s ON s.id = g.series_id
+                       JOIN benchmarks b ON b.id = s.benchmark_id
+                       WHERE b.repository_id = r.id AND g.active = 1 AND g.state = 'open'
+                         AND g.kind = 'regression') AS "open_regressions!: i64"
                FROM repositories r ORDER BY r.name"#
         )
         .fetch_all(&self.reader)

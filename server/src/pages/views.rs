@@ -30,6 +30,7 @@ struct RepoView {
     commits: i64,
     benchmarks: i64,
     last_run: String,
+    open_regressions: i64,
 }
 
 #[derive(Template)]
@@ -51,6 +52,7 @@ pub async fn home(State(state): State<AppState>) -> PageResult {
             branch: r.branch,
             commits: r.commits,
             benchmarks: r.benchmarks,
+            open_regressions: r.open_regressions,
         })
         .collect();
     render(&HomePage { repos })

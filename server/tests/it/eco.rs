@@ -424,6 +424,16 @@ async fn the_repository_page_leads_with_what_changed_and_compares_any_two_commit
         open < body.find("<section class=\"summary\">").unwrap(),
         "and come first"
     );
+    // The home page and the API count them.
+    let home = raw(&app, "/").await;
+    assert!(
+        home.body
+            .contains("href=\"/repos/r/regressions?kind=regression&amp;state=open\">1</a>"),
+        "{}",
+        home.body
+    );
+    let (_, repos) = app.get("/api/v1/repos").await;
+    assert_eq!(repos[0]["open_regressions"], 1, "{repos}");
     // Uploaded results are the commit's state, not a failed or missing job.
     assert!(body.contains("badge uploaded"), "{body}");
     assert!(!body.contains("badge failed"));
