@@ -217,15 +217,8 @@ impl AlertGroup {
     /// The message: about the biggest change (a throughput that fell 99 % before a time that
     /// rose 200 %), naming the others, biggest first.
     fn into_request(mut self) -> (Vec<(OutboxItem, i64)>, Result<Outgoing, &'static str>) {
-        let size = |f: &AlertFacts| {
-            let ratio = 1.0 + f.change_pct / 100.0;
-            if ratio > 0.0 {
-                ratio.ln().abs()
-            } else {
-                f64::INFINITY
-            }
-        };
-        self.facts.sort_by(|a, b| size(b).total_cmp(&size(a)));
+        self.facts
+            .sort_by(|a, b| change_size(b.change_pct).total_cmp(&change_size(a.change_pct)));
         let request = Outgoing {
             url: self.url,
             headers: Vec::new(),
