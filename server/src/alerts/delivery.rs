@@ -31,6 +31,11 @@ const BATCH: i64 = 32;
 /// How much of a refusing answer the log keeps.
 const MAX_LOGGED_ANSWER: usize = 300;
 
+/// Outbox rows one request answers for, each with the number of this attempt at it.
+type Rows = Vec<(OutboxItem, i64)>;
+/// A request to send, or the reason its rows are no longer to be sent.
+type Prepared = (Rows, Result<Outgoing, &'static str>);
+
 /// Seconds to wait after failed attempt number `attempt` (1-based): 1, 2, 4, … capped.
 pub fn backoff_seconds(attempt: i64) -> i64 {
     let doublings = (attempt - 1).clamp(0, 30) as u32;
@@ -92,7 +97,7 @@ impl DeliveryLoop {
 pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
     let now = state.now();
     // Each request, with the rows it answers for, or the reason they are no longer to be sent.
-    let mut prepared: Vec<(Vec<(OutboxItem, i64)>, Result<Outgoing, &str>)> = Vec::new();
+    let mut prepared: Vec<Prepared> = Vec::new();
     let mut alerts: Vec<AlertGroup> = Vec::new();
     for due in state.db.due_alert_deliveries(now, BATCH).await? {
         let row = (OutboxItem::Alert(due.id), due.attempts + 1);
@@ -126,7 +131,7 @@ pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
         ));
     }
     let agent = agent();
-    let mut sends: JoinSet<(Vec<(OutboxItem, i64)>, AttemptOutcome)> = JoinSet::new();
+    let mut sends: JoinSet<(Rows, AttemptOutcome)> = JoinSet::new();
     for (rows, request) in prepared {
         match request {
             Ok(request) => {
@@ -181,7 +186,7 @@ pub async fn deliver_once(state: &AppState) -> AppResult<usize> {
 struct AlertGroup {
     url: String,
     kind: String,
-    rows: Vec<(OutboxItem, i64)>,
+    rows: Rows,
     facts: Vec<AlertFacts>,
 }
 
@@ -216,7 +221,7 @@ impl AlertGroup {
 
     /// The message: about the biggest change (a throughput that fell 99 % before a time that
     /// rose 200 %), naming the others, biggest first.
-    fn into_request(mut self) -> (Vec<(OutboxItem, i64)>, Result<Outgoing, &'static str>) {
+    fn into_request(mut self) -> Prepared {
         self.facts
             .sort_by(|a, b| change_size(b.change_pct).total_cmp(&change_size(a.change_pct)));
         let request = Outgoing {
