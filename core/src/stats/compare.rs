@@ -142,8 +142,31 @@ pub fn compare(
         verdict.ci_high_pct = verdict.ci_high_pct.max(-100.0);
     }
 
-    let large = delta != 0.0 && scale.size(delta) >= threshold;
+    let size = scale.size(delta);
+    let large = delta != 0.0 && size >= threshold;
+    // A short history's threshold is its noise at a wide upper bound. A change that is
+    // significant and larger than the noise itself, but not than that bound, is one the history
+    // cannot yet tell from noise: "no change" would claim more than the data shows.
+    let typical = [history, samples_estimate]
+        .into_iter()
+        .flatten()
+        .map(|e| scale.margin(e.sd))
+        .fold(scale.floor(s.min_effect_pct), f64::max);
+    let undecided = young
+        && !large
+        && delta != 0.0
+        && size >= typical
+        && verdict.p_value.is_some_and(|p| p < s.alpha);
+    if undecided {
+        verdict.note = format!(
+            "{}; the change is larger than that noise and significant, but the history is too \
+             short to tell it from noise: more history, or an interleaved re-measure \
+             (`kymo try`), decides",
+            verdict.note
+        );
+    }
     verdict.kind = match verdict.p_value {
+        _ if undecided => VerdictKind::Inconclusive,
         _ if !large => VerdictKind::NoChange,
         // Samples of one run cannot show how much runs differ; until the history can, a
         // large shift between two runs is not enough to call a change.
@@ -352,6 +375,46 @@ mod tests {
         // Values that may be negative (a gain, a difference) keep the interval as computed.
         let v = compare(&[100.0], &[-50.0], Direction::Higher, &noise, &s);
         assert!(v.ci_low_pct < -150.0, "{v:?}");
+    }
+
+    #[test]
+    fn a_short_history_that_cannot_tell_a_significant_change_from_noise_says_so() {
+        // The hex trial at load 10-15: four runs of the old code whose fast ends were 80.9k,
+        // 69.7k, 84.7k and 63.4k ns (22 % apart), then a head 64 % slower, p = 3e-10.
+        let history: Vec<CommitObservation> = [80_900.0, 69_700.0, 84_700.0, 63_400.0]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| CommitObservation::new(i, *v))
+            .collect();
+        let noise = noise_model(&history);
+        let mut rng = Rng::new(7);
+        let base = samples(&mut rng, 30, 63_400.0, 0.02);
+        let head = samples(&mut rng, 30, 104_200.0, 0.02);
+        let v = compare(
+            &base,
+            &head,
+            Direction::Lower,
+            &noise,
+            &Sensitivity::default(),
+        );
+        assert!(v.p_value.unwrap() < 1e-6);
+        assert!(v.threshold_pct > v.change_pct, "{v:?}");
+        assert_eq!(v.kind, VerdictKind::Inconclusive, "{v:?}");
+        assert!(
+            v.note.contains("too short to tell it from noise"),
+            "{}",
+            v.note
+        );
+        // A change within the noise itself stays no change.
+        let head = samples(&mut rng, 30, 66_000.0, 0.02);
+        let v = compare(
+            &base,
+            &head,
+            Direction::Lower,
+            &noise,
+            &Sensitivity::default(),
+        );
+        assert_eq!(v.kind, VerdictKind::NoChange, "{v:?}");
     }
 
     #[test]
