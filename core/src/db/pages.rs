@@ -340,8 +340,10 @@ pub struct RecentValue {
 impl Db {
     /// Every series' values at the newest `window` positions of the tracked branch, oldest
     /// first within each series (the latest run of a commit last). One key lookup per series
-    /// and commit of the window (`CROSS JOIN` keeps the window's commits the outer loop), so
-    /// the cost follows the window and the series, not the history.
+    /// and commit of the window, so the cost follows the window and the series, not the
+    /// history. Series are the outer loop (`CROSS JOIN` keeps SQLite to that order): a series'
+    /// lookups then land on the same page or two, where commits outermost would visit every
+    /// series' pages once per commit, more than a reader's page cache holds.
     pub async fn recent_values(
         &self,
         repository_id: i64,
@@ -350,14 +352,12 @@ impl Db {
         Ok(sqlx::query_as!(
             RecentValue,
             r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value
-               FROM commits c
-               CROSS JOIN measurements x ON x.commit_id = c.id
-               WHERE c.repository_id = ?1 AND c.position IS NOT NULL
+               FROM benchmarks b JOIN series s ON s.benchmark_id = b.id
+               CROSS JOIN commits c
+               CROSS JOIN measurements x ON x.series_id = s.id AND x.commit_id = c.id
+               WHERE b.repository_id = ?1 AND c.repository_id = ?1 AND c.position IS NOT NULL
                  AND c.position > (SELECT coalesce(max(position), 0) FROM commits
                                    WHERE repository_id = ?1) - ?2
-                 AND x.series_id IN (SELECT s.id FROM series s
-                                     JOIN benchmarks b ON b.id = s.benchmark_id
-                                     WHERE b.repository_id = ?1)
                ORDER BY x.series_id, c.position, x.run_id"#,
             repository_id,
             window
