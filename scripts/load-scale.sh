@@ -43,6 +43,11 @@ fi
 cat "$work/generate-$commits.txt"
 bytes=$(stat -c %s "$db")
 echo "database: $((bytes / 1024 / 1024)) MiB, $((bytes / measurements)) bytes a measurement (everything: rows, indexes, commits, runs)"
+if command -v sqlite3 >/dev/null; then
+  echo "bytes a measurement by table and index (dbstat):"
+  sqlite3 "$db" "SELECT name, round(sum(pgsize) * 1.0 / $measurements, 1) FROM dbstat
+                 GROUP BY name ORDER BY sum(pgsize) DESC LIMIT 4"
+fi
 
 # Served as it is: the pages only read, so the database is not copied (at 100 million a copy
 # would not fit beside it).

@@ -113,8 +113,8 @@ const WAL_CHECKPOINT_PAGES: &str = "16384";
 
 /// Where the writer keeps its temporary files. Each INSERT of an upload's measurements keeps
 /// a statement journal (a copy of every page it changes, to undo that statement alone if a row
-/// fails); in a temporary file, writing it was a tenth of ingest time (perf, 10-M fill), as
-/// much as writing the WAL. In memory it costs at most the pages of one upload.
+/// fails); in a temporary file, writing it cost about as much as writing the WAL (perf of a
+/// 10-M fill, RELIABILITY.md). In memory it holds at most the pages of one upload.
 const WRITER_TEMP_STORE: &str = "memory";
 
 /// The database: one writer, several readers.
