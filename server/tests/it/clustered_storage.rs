@@ -212,3 +212,37 @@ async fn a_conversion_that_fails_leaves_the_database_as_it_was() {
     pool.close().await;
     assert_eq!(state, (0, 0));
 }
+
+#[tokio::test]
+async fn a_database_from_before_binary_samples_goes_through_both_conversions() {
+    let (mut app, shas) = app_with_history().await;
+    to_old_layout(&app).await;
+    // As kymo left it before migration 0022: samples as JSON text, neither 0022 nor 0025 run.
+    let pool = raw_pool(&app).await;
+    sqlx::raw_sql(
+        "UPDATE measurements SET samples = '[1.5,2.5,1e-300]';
+         DROP TABLE samples_conversion;
+         DELETE FROM _sqlx_migrations WHERE version = 22;",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    assert!(
+        (stored_rows(&app).await.iter()).all(|r| r.5 == "text"),
+        "every row is text before"
+    );
+
+    app.reopen().await.unwrap();
+    assert!(table_sql(&app).await.contains("WITHOUT ROWID"));
+    let rows = stored_rows(&app).await;
+    assert_eq!(rows.len(), 16);
+    assert!(rows.iter().all(|r| r.5 == "blob"), "{rows:?}");
+    let (status, commit) = app
+        .get(&format!("/api/v1/repos/r/commits/{}", shas[1]))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{commit}");
+    for result in commit["results"].as_array().unwrap() {
+        assert_eq!(result["samples"], json!([1.5, 2.5, 1e-300]), "{result}");
+    }
+}
