@@ -4,8 +4,10 @@
 //! (`Db::store_run`), then analysed for change points as the server would. Values are noisy and
 //! some benchmarks step up or down at a commit, so pages have regressions to show.
 //!
-//! `cargo run --release -p kymo-server --example load_db -- PATH [COMMITS] [BENCHMARKS]`
-//! (used by `scripts/load.sh`). Prints the ingest rate and what it made.
+//! `cargo run --release -p kymo-server --example load_db -- PATH [COMMITS] [BENCHMARKS]
+//! [--no-analysis]` (used by `scripts/load.sh` and `scripts/load-scale.sh`). Prints the ingest
+//! rate and what it made. `--no-analysis` skips the change-point analysis: at 100,000 commits a
+//! series it takes longer than the ingest, and the pages read the same measurements without it.
 
 #[path = "../benches/support/synthetic.rs"]
 mod synthetic;
@@ -87,10 +89,17 @@ fn suites(commit: usize, benchmarks: usize, noise: &mut Noise) -> Vec<SuiteUploa
 
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
+    let (flags, positional): (Vec<String>, Vec<String>) =
+        std::env::args().skip(1).partition(|a| a.starts_with("--"));
+    let analyse = match flags.as_slice() {
+        [] => true,
+        [flag] if flag == "--no-analysis" => false,
+        _ => panic!("unknown flags {flags:?}; the only one is --no-analysis"),
+    };
+    let mut args = positional.into_iter();
     let path = PathBuf::from(
         args.next()
-            .expect("usage: load_db PATH [COMMITS] [BENCHMARKS]"),
+            .expect("usage: load_db PATH [COMMITS] [BENCHMARKS] [--no-analysis]"),
     );
     let commits: usize = args.next().map_or(1_000, |a| a.parse().unwrap());
     let benchmarks: usize = args.next().map_or(200, |a| a.parse().unwrap());
@@ -121,23 +130,25 @@ async fn main() {
         last_stored as f64 / last_seconds
     );
 
-    let started = Instant::now();
-    let state = AppState::new(
-        data.db.clone(),
-        Arc::new(ManualClock::at(1_800_000_000)),
-        LeaseSettings::default(),
-        path.with_extension("data"),
-        "http://127.0.0.1:8080".into(),
-    );
-    let found = kymo_server::analysis::analyse_repository(&state, data.repository_id)
-        .await
-        .unwrap();
-    println!(
-        "analysed {} series in {:.1} s: {} changes found",
-        benchmarks * METRICS,
-        started.elapsed().as_secs_f64(),
-        found.len()
-    );
+    if analyse {
+        let started = Instant::now();
+        let state = AppState::new(
+            data.db.clone(),
+            Arc::new(ManualClock::at(1_800_000_000)),
+            LeaseSettings::default(),
+            path.with_extension("data"),
+            "http://127.0.0.1:8080".into(),
+        );
+        let found = kymo_server::analysis::analyse_repository(&state, data.repository_id)
+            .await
+            .unwrap();
+        println!(
+            "analysed {} series in {:.1} s: {} changes found",
+            benchmarks * METRICS,
+            started.elapsed().as_secs_f64(),
+            found.len()
+        );
+    }
     println!(
         "machine {}; head {}; a stepped benchmark: group_0/bench_0",
         data.fingerprint,

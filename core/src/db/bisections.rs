@@ -219,7 +219,7 @@ impl Db {
     ) -> Result<Vec<Vec<f64>>, DbError> {
         let rows = sqlx::query!(
             r#"SELECT value, samples AS "samples: Samples" FROM measurements
-               WHERE series_id = ? AND commit_id = ? ORDER BY id"#,
+               WHERE series_id = ? AND commit_id = ? ORDER BY run_id"#,
             series_id,
             commit_id
         )

@@ -36,8 +36,8 @@ impl Db {
                JOIN series s ON s.id = x.series_id
                WHERE x.series_id = ? AND c.position IS NOT NULL
                  AND (? IS NULL OR c.position < ?)
-                 AND x.id = (SELECT max(y.id) FROM measurements y
-                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+                 AND x.run_id = (SELECT max(y.run_id) FROM measurements y
+                                 WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
                ORDER BY c.position DESC LIMIT ?"#,
             series_id,
             before,
@@ -55,7 +55,8 @@ impl Db {
 
     /// The values of many series at history positions `from..before` (the latest run per
     /// commit), by series then position: the recent history of every series of a commit in
-    /// one query, reached through the commits' runs.
+    /// one query, one key lookup per series and commit of the window, series outermost (as in
+    /// [`Db::recent_values`], so that each series' lookups share its pages).
     pub async fn series_values_between(
         &self,
         repository_id: i64,
@@ -67,19 +68,18 @@ impl Db {
         let rows = sqlx::query!(
             r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value,
                       x.samples AS "samples: Samples", s.direction
-               FROM commits c
-               JOIN runs r ON r.commit_id = c.id
-               JOIN measurements x ON x.run_id = r.id
+               FROM (SELECT DISTINCT value FROM json_each(?3)) AS j
+               CROSS JOIN commits c
+               CROSS JOIN measurements x ON x.series_id = j.value AND x.commit_id = c.id
                JOIN series s ON s.id = x.series_id
-               WHERE c.repository_id = ? AND c.position >= ? AND c.position < ?
-                 AND x.series_id IN (SELECT value FROM json_each(?))
-                 AND x.id = (SELECT max(y.id) FROM measurements y
-                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+               WHERE c.repository_id = ?1 AND c.position >= ?2 AND c.position < ?4
+                 AND x.run_id = (SELECT max(y.run_id) FROM measurements y
+                                 WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
                ORDER BY x.series_id, c.position"#,
             repository_id,
             from,
-            before,
-            ids
+            ids,
+            before
         )
         .fetch_all(&self.reader)
         .await?;

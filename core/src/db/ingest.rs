@@ -288,7 +288,7 @@ async fn insert_measurements(
            CROSS JOIN series s ON s.benchmark_id = b.id AND s.metric = j.value ->> '$.m'
                         AND s.machine_id = ?
            WHERE true
-           ON CONFLICT (run_id, series_id) DO NOTHING"#,
+           ON CONFLICT (series_id, commit_id, run_id) DO NOTHING"#,
         run_id,
         record.commit_id,
         batches.measurements,

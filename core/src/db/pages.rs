@@ -253,8 +253,8 @@ impl Db {
     }
 
     /// Every result of a commit (the latest run's, per series) beside its first parent's.
-    /// Reached through the commit's runs: `measurements` has no index that leads with
-    /// `commit_id`, and a scan of every measurement took most of a compare page's time.
+    /// Reached through the repository's series, one key lookup each: `measurements` is
+    /// clustered by series, and nothing leads with `commit_id`.
     pub async fn commit_measurements(
         &self,
         commit_id: i64,
@@ -265,15 +265,14 @@ impl Db {
             r#"SELECT s.id AS series_id, b.name AS benchmark, s.metric, s.unit, s.direction,
                       m.fingerprint AS machine, x.value, x.samples AS "samples: Samples",
                       (SELECT p.value FROM measurements p WHERE p.series_id = x.series_id
-                       AND p.commit_id = ? ORDER BY p.id DESC LIMIT 1) AS "parent_value?: f64"
-               FROM runs r
-               JOIN measurements x ON x.run_id = r.id
-               JOIN series s ON s.id = x.series_id
-               JOIN benchmarks b ON b.id = s.benchmark_id
+                       AND p.commit_id = ?1 ORDER BY p.run_id DESC LIMIT 1) AS "parent_value?: f64"
+               FROM benchmarks b
+               JOIN series s ON s.benchmark_id = b.id
+               JOIN measurements x ON x.series_id = s.id AND x.commit_id = ?2
                JOIN machines m ON m.id = s.machine_id
-               WHERE r.commit_id = ?
-                 AND x.id = (SELECT max(y.id) FROM measurements y
-                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+               WHERE b.repository_id = (SELECT repository_id FROM commits WHERE id = ?2)
+                 AND x.run_id = (SELECT max(y.run_id) FROM measurements y
+                                 WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
                ORDER BY b.name, s.metric, m.fingerprint"#,
             parent_id,
             commit_id
@@ -322,8 +321,8 @@ impl Db {
                FROM measurements x JOIN commits c ON c.id = x.commit_id
                WHERE x.series_id = ?1 AND c.position IS NOT NULL
                  AND (?3 IS NULL OR c.position <= ?3)
-                 AND x.id = (SELECT max(y.id) FROM measurements y
-                             WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
+                 AND x.run_id = (SELECT max(y.run_id) FROM measurements y
+                                 WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
                ORDER BY c.position DESC LIMIT ?2"#,
             series_id,
             limit,
@@ -346,8 +345,11 @@ pub struct RecentValue {
 
 impl Db {
     /// Every series' values at the newest `window` positions of the tracked branch, oldest
-    /// first within each series (the latest run of a commit last). Read through the commits'
-    /// runs, so the cost follows the window and the benchmarks measured in it, not the history.
+    /// first within each series (the latest run of a commit last). One key lookup per series
+    /// and commit of the window, so the cost follows the window and the series, not the
+    /// history. Series are the outer loop (`CROSS JOIN` keeps SQLite to that order): a series'
+    /// lookups then land on the same page or two, where commits outermost would visit every
+    /// series' pages once per commit, more than a reader's page cache holds.
     pub async fn recent_values(
         &self,
         repository_id: i64,
@@ -356,12 +358,13 @@ impl Db {
         Ok(sqlx::query_as!(
             RecentValue,
             r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value
-               FROM commits c JOIN runs r ON r.commit_id = c.id
-               JOIN measurements x ON x.run_id = r.id
-               WHERE c.repository_id = ?1 AND c.position IS NOT NULL
+               FROM benchmarks b JOIN series s ON s.benchmark_id = b.id
+               CROSS JOIN commits c
+               CROSS JOIN measurements x ON x.series_id = s.id AND x.commit_id = c.id
+               WHERE b.repository_id = ?1 AND c.repository_id = ?1 AND c.position IS NOT NULL
                  AND c.position > (SELECT coalesce(max(position), 0) FROM commits
                                    WHERE repository_id = ?1) - ?2
-               ORDER BY x.series_id, c.position, x.id"#,
+               ORDER BY x.series_id, c.position, x.run_id"#,
             repository_id,
             window
         )

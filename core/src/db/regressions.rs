@@ -128,7 +128,7 @@ impl Db {
                FROM measurements x JOIN commits c ON c.id = x.commit_id
                JOIN series s ON s.id = x.series_id
                WHERE x.series_id = ? AND c.position IS NOT NULL
-               ORDER BY c.position, x.id"#,
+               ORDER BY c.position, x.run_id"#,
             series_id
         )
         .fetch_all(&self.reader)
@@ -169,9 +169,11 @@ impl Db {
         Ok(sqlx::query_as!(
             SeriesToAnalyse,
             r#"SELECT s.id, b.repository_id, b.name AS benchmark, s.direction
-               FROM measurements x JOIN series s ON s.id = x.series_id
-               JOIN benchmarks b ON b.id = s.benchmark_id
-               WHERE x.run_id = ?"#,
+               FROM runs r JOIN commits c ON c.id = r.commit_id
+               JOIN benchmarks b ON b.repository_id = c.repository_id
+               JOIN series s ON s.benchmark_id = b.id AND s.machine_id = r.machine_id
+               WHERE r.id = ?1 AND EXISTS (SELECT 1 FROM measurements x WHERE x.series_id = s.id
+                                          AND x.commit_id = r.commit_id AND x.run_id = r.id)"#,
             run_id
         )
         .fetch_all(&self.reader)

@@ -1,6 +1,6 @@
 //! The one-time conversion of samples stored as JSON text (before migration 0022) into the
 //! binary encoding of [`crate::samples`]. It runs when a database is opened, before anything
-//! reads or writes samples; each batch commits with the id it reached, so an interrupted
+//! reads or writes samples; each batch commits with the series it reached, so an interrupted
 //! conversion resumes where it stopped.
 
 use sqlx::SqlitePool;
@@ -17,21 +17,26 @@ pub(super) async fn convert_text_samples(writer: &SqlitePool) -> Result<u64, DbE
     let mut converted = 0;
     loop {
         let mut tx = writer.begin_with("BEGIN IMMEDIATE").await?;
-        let Some(next_id) = sqlx::query_scalar!("SELECT next_id FROM samples_conversion")
+        // `next_id` is the series the conversion goes on from (migration 0025 clustered the
+        // measurements by series; they have no id of their own).
+        let Some(next_series) = sqlx::query_scalar!("SELECT next_id FROM samples_conversion")
             .fetch_optional(&mut *tx)
             .await?
         else {
             return Ok(converted);
         };
         let rows = sqlx::query!(
-            r#"SELECT id AS "id!", samples AS "samples!: String" FROM measurements
-               WHERE id >= ? AND typeof(samples) = 'text' ORDER BY id LIMIT ?"#,
-            next_id,
+            r#"SELECT series_id, commit_id, run_id, samples AS "samples!: String" FROM measurements
+               WHERE series_id >= ? AND typeof(samples) = 'text'
+               ORDER BY series_id, commit_id, run_id LIMIT ?"#,
+            next_series,
             BATCH
         )
         .fetch_all(&mut *tx)
         .await?;
-        let Some(last) = rows.last().map(|r| r.id) else {
+        // A batch may end inside a series: the next one starts at that series again and
+        // skips the rows this one converted.
+        let Some(last) = rows.last().map(|r| r.series_id) else {
             sqlx::query!("DELETE FROM samples_conversion")
                 .execute(&mut *tx)
                 .await?;
@@ -42,21 +47,24 @@ pub(super) async fn convert_text_samples(writer: &SqlitePool) -> Result<u64, DbE
         for row in &rows {
             let samples: Vec<f64> = serde_json::from_str(&row.samples).map_err(|e| {
                 DbError::Invalid(format!(
-                    "measurement {}: stored samples are not a JSON array of numbers ({e}); \
-                     nothing was converted in this batch",
-                    row.id
+                    "measurement of series {}, commit {}, run {}: stored samples are not a JSON \
+                     array of numbers ({e}); nothing was converted in this batch",
+                    row.series_id, row.commit_id, row.run_id
                 ))
             })?;
             let bytes = crate::samples::encode(&samples);
             sqlx::query!(
-                "UPDATE measurements SET samples = ? WHERE id = ?",
+                "UPDATE measurements SET samples = ?
+                 WHERE series_id = ? AND commit_id = ? AND run_id = ?",
                 bytes,
-                row.id
+                row.series_id,
+                row.commit_id,
+                row.run_id
             )
             .execute(&mut *tx)
             .await?;
         }
-        sqlx::query!("UPDATE samples_conversion SET next_id = ?", last + 1)
+        sqlx::query!("UPDATE samples_conversion SET next_id = ?", last)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -8,6 +8,7 @@ mod at_rest;
 mod backfill;
 mod cache;
 mod cli_listing;
+mod clustered_storage;
 mod commit_status;
 mod comparison_protocol;
 mod confirmations;
