@@ -48,7 +48,7 @@ const FILTERS: [&str; 8] = [
     "ring/write_path/record",
     "--filter",
     "log_read/sealed_vs_active/sealed_10mb",
-    // The scheduler's maps hash tenants: its count repeats only with fixed hash keys.
+    // The scheduler's maps hash tenants: its count repeats (nearly) only with fixed hash keys.
     "--filter",
     "fair_queue/scenario/hot_tenant_sustained",
     "--filter",
@@ -85,7 +85,18 @@ fn counts_sit_beside_the_wall_time_and_repeat_exactly() {
     );
     for (name, metrics) in &second {
         assert_eq!(metrics.keys().collect::<Vec<_>>(), ["instructions"]);
-        assert_eq!(instructions(metrics), instructions(&first[name]), "{name}");
+        let (again, once) = (instructions(metrics), instructions(&first[name]));
+        if name.starts_with("fair_queue/") {
+            // Its simulation allocates as it goes, and what the allocator and memcpy execute
+            // depends a little on where the heap lies: some tens of instructions in 38 million
+            // (here, before fixed hash keys, a thousand), far below kymo's 0.5 % tolerance.
+            assert!(
+                (again - once).abs() <= once * 1e-5,
+                "{name}: {once} then {again}"
+            );
+        } else {
+            assert_eq!(again, once, "{name}");
+        }
     }
 }
 
