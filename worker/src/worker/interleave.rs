@@ -107,6 +107,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_selection_runs_only_its_suites_each_with_its_benchmarks() {
+        let toml =
+            "[[suite]]\nname = \"a\"\nrun = \"true\"\n\n[[suite]]\nname = \"b\"\nrun = \"true\"\n";
+        let suites = crate::config::parse_kymo_toml(toml).unwrap().suites;
+        let names = |selection: &[SuiteSelection]| -> Vec<(String, Vec<String>)> {
+            (selected(&suites, selection))
+                .map(|(suite, only)| (suite.name.clone(), only.to_vec()))
+                .collect()
+        };
+        let everything = names(&[]);
+        assert_eq!(
+            everything,
+            [("a".into(), vec![]), ("b".into(), vec![])],
+            "no selection: every suite, all of it"
+        );
+        let one = SuiteSelection {
+            suite: "b".into(),
+            benchmarks: vec!["parse".into()],
+        };
+        let missing = SuiteSelection {
+            suite: "gone".into(),
+            benchmarks: vec![],
+        };
+        assert_eq!(
+            names(&[one, missing]),
+            [("b".into(), vec!["parse".to_string()])]
+        );
+    }
+
+    #[test]
     fn a_failure_names_the_side_it_happened_on() {
         let outcome = failed(
             "head",
