@@ -157,17 +157,41 @@ impl Db {
         machine_id: i64,
         commit_id: i64,
     ) -> Result<Vec<f64>, DbError> {
-        let series = sqlx::query_scalar!(
+        match self.instructions_series(benchmark_id, machine_id).await? {
+            Some(id) => Ok(self.samples_at(id, commit_id).await?.concat()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The instruction counts of a benchmark on a machine at the last `limit` commits before
+    /// history position `before` (the suspect's), oldest first: how far counts move while the
+    /// code stays the same.
+    pub async fn instructions_before(
+        &self,
+        benchmark_id: i64,
+        machine_id: i64,
+        before: i64,
+        limit: i64,
+    ) -> Result<Vec<f64>, DbError> {
+        let Some(id) = self.instructions_series(benchmark_id, machine_id).await? else {
+            return Ok(Vec::new());
+        };
+        let values = self.series_values_before(id, Some(before), limit).await?;
+        Ok(values.into_iter().map(|(_, value)| value).collect())
+    }
+
+    async fn instructions_series(
+        &self,
+        benchmark_id: i64,
+        machine_id: i64,
+    ) -> Result<Option<i64>, DbError> {
+        Ok(sqlx::query_scalar!(
             "SELECT id FROM series WHERE benchmark_id = ? AND machine_id = ? AND metric = 'instructions'",
             benchmark_id,
             machine_id
         )
         .fetch_optional(&self.reader)
-        .await?;
-        match series {
-            Some(id) => Ok(self.samples_at(id, commit_id).await?.concat()),
-            None => Ok(Vec::new()),
-        }
+        .await?)
     }
 
     /// Starts confirming a change point by re-measuring `base` and `head` on its machine: the
