@@ -88,10 +88,11 @@ fn counts_sit_beside_the_wall_time_and_repeat_exactly() {
         let (again, once) = (instructions(metrics), instructions(&first[name]));
         if name.starts_with("fair_queue/") {
             // Its simulation allocates as it goes, and what the allocator and memcpy execute
-            // depends a little on where the heap lies: some tens of instructions in 38 million
-            // (here, before fixed hash keys, a thousand), far below kymo's 0.5 % tolerance.
+            // depends a little on where the heap lies: up to about a thousand instructions in
+            // 38 million here (0.003 %), below the 0.05 % least tolerance of confirmation by
+            // counts. Before fixed hash keys the release build's count moved by 0.02 %.
             assert!(
-                (again - once).abs() <= once * 1e-5,
+                (again - once).abs() <= once * 1e-4,
                 "{name}: {once} then {again}"
             );
         } else {
