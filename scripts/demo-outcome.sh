@@ -2,7 +2,8 @@
 # The demo's verdicts idle and on a noisy machine: runs `kymo demo --no-serve` RUNS times with
 # nothing added, then RUNS times while BUSY CPU-bound processes switch on and off beside it
 # (each busy 0.5-4 s, then idle 0.5-3 s, at random), and prints one line per run: the
-# condition, the wall time, the story commits found and the neutral commits flagged.
+# condition, the wall time, the story commits found and the neutral commits flagged, then what
+# confirmation measured again and refuted. Pass extra demo flags in DEMO_FLAGS (`--no-confirm`).
 #
 #   scripts/demo-outcome.sh [KYMO_BINARY] [RUNS]      (BUSY=2 by default)
 #
@@ -35,11 +36,14 @@ run_once() {
   rm -rf "$work/data"
   load="$(cut -d' ' -f1 /proc/loadavg)"
   start=$(date +%s)
-  "$kymo" demo --no-serve --data "$work/data" >"$out" 2>&1 || echo "(demo exited $?)" >>"$out"
+  # shellcheck disable=SC2086 # DEMO_FLAGS is a list of flags
+  "$kymo" demo --no-serve --data "$work/data" ${DEMO_FLAGS:-} >"$out" 2>&1 ||
+    echo "(demo exited $?)" >>"$out"
   end=$(date +%s)
   printf '%-8s %2s  load %5s  %4ss  %s\n' "$condition" "$i" "$load" \
     "$((end - start))" "$(grep -m1 'story commits found' "$out" || tail -n1 "$out")"
-  grep -E '^  (missed|flagged without a change):' "$out" | sed 's/^/              /' || true
+  grep -E '^  (missed|flagged without a change|refuted .*):|^confirmation:|^benchmarked' "$out" |
+    sed 's/^ */              /' || true
 }
 
 printf '%-8s %2s  %-10s  %5s  %s\n' condition run "" time outcome

@@ -45,6 +45,15 @@ struct RunArgs {
     /// Run only benchmarks whose name contains this text (repeatable).
     #[arg(long, value_name = "TEXT")]
     filter: Vec<String>,
+    /// Run only the benchmarks of exactly these names (repeatable; in the environment, one
+    /// name per line: how a kymo comparison that needs only some benchmarks names them).
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "KYMO_ONLY_BENCHMARKS",
+        value_delimiter = '\n'
+    )]
+    only: Vec<String>,
     /// Print kymo JSON on stdout (progress stays on stderr).
     #[arg(long)]
     json: bool,
@@ -93,6 +102,19 @@ struct RunArgs {
 }
 
 impl RunArgs {
+    fn selection(&self) -> runner::Selection {
+        let named = |names: &[String]| -> Vec<String> {
+            (names.iter())
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect()
+        };
+        runner::Selection {
+            filters: self.filter.clone(),
+            only: named(&self.only),
+        }
+    }
+
     fn variants(&self) -> anyhow::Result<Variants> {
         let mut v = match &self.variants {
             Some(path) => Variants::load(path)?,
@@ -170,7 +192,7 @@ fn run_benchmarks(args: &RunArgs, itself: &SelfCommand, argv: &[String]) -> anyh
     let mut stdout = std::io::stdout().lock();
     if args.list {
         for suite in runner::all_suites() {
-            for name in runner::selected_names(suite.as_ref(), args.quick, &args.filter) {
+            for name in runner::selected_names(suite.as_ref(), args.quick, &args.selection()) {
                 writeln!(stdout, "{name}")?;
             }
         }
@@ -188,7 +210,7 @@ fn run_benchmarks(args: &RunArgs, itself: &SelfCommand, argv: &[String]) -> anyh
     };
     if args.counting {
         crate::instructions::region::start_counting();
-        let tallies = runner::tally_regions(&context, &args.filter)?;
+        let tallies = runner::tally_regions(&context, &args.selection())?;
         writeln!(stdout, "{}", serde_json::to_string(&tallies)?)?;
         return Ok(());
     }
@@ -200,7 +222,7 @@ fn run_benchmarks(args: &RunArgs, itself: &SelfCommand, argv: &[String]) -> anyh
         }
         report
     } else {
-        let mut report = runner::run_selected(&context, &args.filter)?;
+        let mut report = runner::run_selected(&context, &args.selection())?;
         if args.instructions {
             context.progress("counting instructions under callgrind");
             let counts = crate::instructions::count(itself, argv)?;
@@ -210,8 +232,9 @@ fn run_benchmarks(args: &RunArgs, itself: &SelfCommand, argv: &[String]) -> anyh
     };
     anyhow::ensure!(
         !report.benchmarks.is_empty(),
-        "no benchmark matches the filters {:?} (see --list)",
-        args.filter
+        "no benchmark matches the filters {:?} and names {:?} (see --list)",
+        args.filter,
+        args.only
     );
     if args.json {
         writeln!(stdout, "{}", report.to_json()?)?;
@@ -255,6 +278,15 @@ mod tests {
             err.contains("v.toml") && err.contains("carrier pigeon"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn only_takes_names_from_flags_or_one_per_line() {
+        let cli = parse(&["--only", "ring/write_path/record", "--only", " "]);
+        assert_eq!(cli.run.selection().only, vec!["ring/write_path/record"]);
+        let cli = parse(&["--only", "a\n\nb/c\n"]);
+        assert_eq!(cli.run.selection().only, vec!["a", "b/c"]);
+        assert!(parse(&[]).run.selection().only.is_empty());
     }
 
     #[test]

@@ -89,20 +89,39 @@ pub fn all_suites() -> Vec<Box<dyn Suite>> {
     ]
 }
 
-/// The benchmarks `filters` select (any filter a substring of the name; none selects all).
-pub fn selected_names(suite: &dyn Suite, quick: bool, filters: &[String]) -> Vec<String> {
+/// Which benchmarks a run selects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Names containing any of these (none: every name).
+    pub filters: Vec<String>,
+    /// Of those, only these exact names (none: no further limit). kymo names the benchmarks
+    /// a comparison needs this way, so that confirming one change re-runs one kernel.
+    pub only: Vec<String>,
+}
+
+impl Selection {
+    /// Whether a benchmark of this name runs.
+    pub fn selects(&self, name: &str) -> bool {
+        let filtered =
+            self.filters.is_empty() || self.filters.iter().any(|f| name.contains(f.as_str()));
+        filtered && (self.only.is_empty() || self.only.iter().any(|o| o == name))
+    }
+}
+
+/// The benchmarks of a suite that `selection` selects, in the suite's order.
+pub fn selected_names(suite: &dyn Suite, quick: bool, selection: &Selection) -> Vec<String> {
     suite
         .benchmarks(quick)
         .into_iter()
-        .filter(|name| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
+        .filter(|name| selection.selects(name))
         .collect()
 }
 
 /// Runs every selected benchmark of every suite.
-pub fn run_selected(context: &RunContext, filters: &[String]) -> Result<Report, KernelError> {
+pub fn run_selected(context: &RunContext, selection: &Selection) -> Result<Report, KernelError> {
     let mut benchmarks = Vec::new();
     for suite in all_suites() {
-        let names = selected_names(suite.as_ref(), context.quick, filters);
+        let names = selected_names(suite.as_ref(), context.quick, selection);
         if names.is_empty() {
             continue;
         }
@@ -121,11 +140,11 @@ pub fn run_selected(context: &RunContext, filters: &[String]) -> Result<Report, 
 /// their times mean nothing.
 pub fn tally_regions(
     context: &RunContext,
-    filters: &[String],
+    selection: &Selection,
 ) -> Result<Vec<RegionTally>, KernelError> {
     let mut tallies = Vec::new();
     for suite in all_suites().into_iter().filter(|s| s.counts_instructions()) {
-        for name in selected_names(suite.as_ref(), context.quick, filters) {
+        for name in selected_names(suite.as_ref(), context.quick, selection) {
             let before = regions_entered();
             let results = suite.run(std::slice::from_ref(&name), context)?;
             let params = results
@@ -173,11 +192,36 @@ mod tests {
         }
     }
 
+    fn filtered(filters: &[&str], only: &[&str]) -> Selection {
+        Selection {
+            filters: filters.iter().map(|f| f.to_string()).collect(),
+            only: only.iter().map(|o| o.to_string()).collect(),
+        }
+    }
+
     #[test]
     fn filters_are_substrings() {
         let suite = crate::bus::BusSuite;
-        let names = selected_names(&suite, false, &["lagged".to_string()]);
+        let names = selected_names(&suite, false, &filtered(&["lagged"], &[]));
         assert_eq!(names, vec!["bus/steady/lagged_subscriber_cap1".to_string()]);
-        assert!(selected_names(&suite, false, &["nothing-matches".to_string()]).is_empty());
+        assert!(selected_names(&suite, false, &filtered(&["nothing-matches"], &[])).is_empty());
+    }
+
+    #[test]
+    fn only_names_exact_benchmarks_within_the_filters() {
+        let suite = crate::bus::BusSuite;
+        let one = filtered(&[], &["bus/steady/one_subscriber"]);
+        assert_eq!(
+            selected_names(&suite, false, &one),
+            vec!["bus/steady/one_subscriber"]
+        );
+        // A prefix is not a name.
+        assert!(selected_names(&suite, false, &filtered(&[], &["bus/steady"])).is_empty());
+        let both = filtered(&["lagged"], &["bus/steady/one_subscriber"]);
+        assert!(
+            selected_names(&suite, false, &both).is_empty(),
+            "and, not or"
+        );
+        assert_eq!(selected_names(&suite, false, &filtered(&[], &[])).len(), 4);
     }
 }

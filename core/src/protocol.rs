@@ -225,6 +225,57 @@ pub struct ComparisonSpec {
     /// Where to fetch the head from when no branch holds it (a pull request from a fork).
     #[serde(default)]
     pub head_ref: Option<String>,
+    /// What to measure of each side; empty: every suite, all of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selection: Vec<SuiteSelection>,
+}
+
+/// One suite a comparison measures, and of it only `benchmarks` when there are any: the
+/// worker names them to the suite's command in [`ONLY_BENCHMARKS_ENV`], and a command that
+/// cannot run a subset runs everything (the verdict reads what it needs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteSelection {
+    pub suite: String,
+    /// Benchmark names (without parameters).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub benchmarks: Vec<String>,
+}
+
+/// The environment variable that names the benchmarks a suite's command need run, one per
+/// line, when a comparison measures only some (`kymo kernels` reads it; others may).
+pub const ONLY_BENCHMARKS_ENV: &str = "KYMO_ONLY_BENCHMARKS";
+
+impl SuiteSelection {
+    /// Adds `other` to a selection: a suite selected twice runs the benchmarks of both, or
+    /// all of it when either wanted all.
+    pub fn widen(selection: &mut Vec<SuiteSelection>, other: &SuiteSelection) {
+        let Some(own) = selection.iter_mut().find(|s| s.suite == other.suite) else {
+            selection.push(other.clone());
+            return;
+        };
+        if own.benchmarks.is_empty() || other.benchmarks.is_empty() {
+            own.benchmarks.clear();
+            return;
+        }
+        for name in &other.benchmarks {
+            if !own.benchmarks.contains(name) {
+                own.benchmarks.push(name.clone());
+            }
+        }
+    }
+
+    /// Whether measuring `selection` measures everything `wanted` asks for (an empty
+    /// selection measures everything).
+    pub fn covers(selection: &[SuiteSelection], wanted: &SuiteSelection) -> bool {
+        selection.is_empty()
+            || selection.iter().any(|s| {
+                s.suite == wanted.suite
+                    && (s.benchmarks.is_empty()
+                        || (!wanted.benchmarks.is_empty()
+                            && wanted.benchmarks.iter().all(|b| s.benchmarks.contains(b))))
+            })
+    }
 }
 
 /// One round of a comparison: every suite of the base, then every suite of the head.
@@ -360,7 +411,50 @@ pub fn log_tail(text: &str, max: usize) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::log_tail;
+    use super::{SuiteSelection, log_tail};
+
+    fn select(suite: &str, benchmarks: &[&str]) -> SuiteSelection {
+        SuiteSelection {
+            suite: suite.into(),
+            benchmarks: benchmarks.iter().map(|b| b.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_selection_widens_to_what_either_side_wanted() {
+        let mut selection = vec![select("kernels", &["a"])];
+        SuiteSelection::widen(&mut selection, &select("kernels", &["b", "a"]));
+        SuiteSelection::widen(&mut selection, &select("vm", &[]));
+        assert_eq!(
+            selection,
+            vec![select("kernels", &["a", "b"]), select("vm", &[])]
+        );
+        SuiteSelection::widen(&mut selection, &select("kernels", &[]));
+        assert_eq!(selection[0], select("kernels", &[]), "all of it wins");
+        SuiteSelection::widen(&mut selection, &select("kernels", &["c"]));
+        assert_eq!(selection[0], select("kernels", &[]));
+    }
+
+    #[test]
+    fn a_selection_covers_only_what_it_measures() {
+        let selection = vec![select("kernels", &["a", "b"]), select("vm", &[])];
+        assert!(SuiteSelection::covers(
+            &selection,
+            &select("kernels", &["b"])
+        ));
+        assert!(SuiteSelection::covers(&selection, &select("vm", &["x"])));
+        assert!(SuiteSelection::covers(&selection, &select("vm", &[])));
+        assert!(!SuiteSelection::covers(
+            &selection,
+            &select("kernels", &["c"])
+        ));
+        assert!(!SuiteSelection::covers(&selection, &select("kernels", &[])));
+        assert!(!SuiteSelection::covers(&selection, &select("other", &[])));
+        assert!(
+            SuiteSelection::covers(&[], &select("other", &[])),
+            "empty: everything"
+        );
+    }
 
     #[test]
     fn a_log_tail_keeps_the_end_and_never_splits_a_character() {

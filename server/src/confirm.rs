@@ -15,7 +15,8 @@ use kymo_core::model::Direction;
 use kymo_core::protocol::ComparedRound;
 use kymo_core::stats::VerdictKind;
 use kymo_core::stats::confirmation::{
-    CONFIRMATION_ROUNDS, Outcome, instructions_evidence, judge_remeasurement,
+    CONFIRMATION_ROUNDS, Outcome, instructions_evidence, instructions_tolerance_pct,
+    judge_remeasurement,
 };
 
 use crate::compare::CompareRow;
@@ -29,6 +30,9 @@ pub const CONFIRMATION_PATIENCE_SECONDS: i64 = 6 * 3600;
 
 /// The metric instruction counts are stored as, beside the time of the same benchmark.
 const INSTRUCTIONS: &str = "instructions";
+
+/// Commits before the suspect whose instruction counts set how far counts may move unchanged.
+const INSTRUCTIONS_LOOKBACK: i64 = 8;
 
 /// Of change points ready to announce, those that may be announced now; the others start
 /// their confirmation (or wait for the one running, or were refuted).
@@ -71,10 +75,20 @@ async fn start(state: &AppState, target: &ConfirmationTarget) -> AppResult<bool>
     let before = db.instructions_at(bench, machine, base).await?;
     let after = db.instructions_at(bench, machine, target.commit_id).await?;
     let direction = Direction::parse(&target.direction).unwrap_or(Direction::Lower);
-    if let Some(change) = instructions_evidence(&before, &after, target.change_pct, direction) {
+    let position = (db.commit(target.repository_id, &target.commit_sha).await?).position;
+    let history = match position {
+        Some(position) => {
+            (db.instructions_before(bench, machine, position, INSTRUCTIONS_LOOKBACK)).await?
+        }
+        None => Vec::new(),
+    };
+    let tolerance = instructions_tolerance_pct(&history);
+    let evidence = instructions_evidence(&before, &after, tolerance, target.change_pct, direction);
+    if let Some(change) = evidence {
         let note = format!(
-            "instruction counts changed by {change:+.2} % between the two commits: \
-             confirmed without re-running"
+            "instruction counts changed by {change:+.2} % between the two commits, beyond \
+             the ±{tolerance:.2} % that counts of unchanged code move here: confirmed without \
+             re-running"
         );
         let evidence = Some((change, None, 0));
         decide(state, target, "confirmed", "instructions", evidence, &note).await?;

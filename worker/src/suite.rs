@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
-use kymo_core::protocol::SuiteUpload;
+use kymo_core::protocol::{ONLY_BENCHMARKS_ENV, SuiteUpload};
 use kymo_core::results::{SuiteResults, median};
 
 use crate::config::Suite;
@@ -49,6 +49,9 @@ pub struct SuiteContext<'a> {
     pub cancel: &'a AtomicBool,
     /// Told what the suite is doing, for the queue page.
     pub progress: &'a dyn Fn(String),
+    /// The benchmarks a comparison needs of this suite, named to its command in
+    /// [`ONLY_BENCHMARKS_ENV`]; empty: all of them.
+    pub only_benchmarks: &'a [String],
 }
 
 fn describe_exit(step: &str, suite: &Suite, outcome: &CommandOutcome) -> String {
@@ -80,9 +83,15 @@ fn run_step(
         ),
         log_tail: String::new(),
     };
-    let env = ctx
+    let mut env = ctx
         .sandbox
         .environment(ctx.dirs, ctx.commit, &suite.boundary);
+    if !ctx.only_benchmarks.is_empty() {
+        env.push((
+            ONLY_BENCHMARKS_ENV.to_owned(),
+            ctx.only_benchmarks.join("\n"),
+        ));
+    }
     let prepared = ctx
         .sandbox
         .prepare(ctx.dirs, ctx.cache_dir, &suite.boundary)

@@ -345,6 +345,7 @@ impl Worker {
             limits: self.config.limits,
             cancel: control.cancelled,
             progress,
+            only_benchmarks: &[],
         }
     }
 }

@@ -6,10 +6,16 @@
 //! highest class waiting anywhere without taking every lock.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, DefaultHasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::{Limits, Priority, Rejection, Task, TaskQueue, TenantId, is_expired};
+
+/// The same hash keys in every process: with std's random keys the maps' probing (and so the
+/// instructions a scheduling decision takes) differed from run to run, and an instruction count
+/// must not.
+type FixedHasher = BuildHasherDefault<DefaultHasher>;
 
 #[derive(Debug, Default)]
 struct TenantQueue {
@@ -21,7 +27,7 @@ struct TenantQueue {
 #[derive(Debug, Default)]
 struct DrrRing {
     active: VecDeque<TenantId>,
-    tenants: HashMap<TenantId, TenantQueue>,
+    tenants: HashMap<TenantId, TenantQueue, FixedHasher>,
 }
 
 impl DrrRing {
@@ -69,7 +75,7 @@ impl DrrRing {
 #[derive(Debug, Default)]
 struct Shard {
     classes: [DrrRing; 3],
-    per_tenant: HashMap<TenantId, usize>,
+    per_tenant: HashMap<TenantId, usize, FixedHasher>,
 }
 
 struct ShardSlot {

@@ -8,9 +8,14 @@ use serde_json::Value;
 
 /// Runs the kernels with `args` and returns, per benchmark, its metrics by name.
 fn run(args: &[&str]) -> BTreeMap<String, BTreeMap<String, Value>> {
+    run_with(args, &[])
+}
+
+fn run_with(args: &[&str], env: &[(&str, &str)]) -> BTreeMap<String, BTreeMap<String, Value>> {
     let out = Command::new(env!("CARGO_BIN_EXE_kymo-kernels"))
         .args(["--quick", "--json"])
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -38,11 +43,14 @@ fn instructions(metrics: &BTreeMap<String, Value>) -> f64 {
     metric["value"].as_f64().unwrap()
 }
 
-const FILTERS: [&str; 6] = [
+const FILTERS: [&str; 8] = [
     "--filter",
     "ring/write_path/record",
     "--filter",
     "log_read/sealed_vs_active/sealed_10mb",
+    // The scheduler's maps hash tenants: its count repeats (nearly) only with fixed hash keys.
+    "--filter",
+    "fair_queue/scenario/hot_tenant_sustained",
     "--filter",
     "capture/lifetime_5s/embedded_1s",
 ];
@@ -70,13 +78,26 @@ fn counts_sit_beside_the_wall_time_and_repeat_exactly() {
     assert_eq!(
         second.keys().collect::<Vec<_>>(),
         [
+            "fair_queue/scenario/hot_tenant_sustained",
             "log_read/sealed_vs_active/sealed_10mb",
             "ring/write_path/record"
         ]
     );
     for (name, metrics) in &second {
         assert_eq!(metrics.keys().collect::<Vec<_>>(), ["instructions"]);
-        assert_eq!(instructions(metrics), instructions(&first[name]), "{name}");
+        let (again, once) = (instructions(metrics), instructions(&first[name]));
+        if name.starts_with("fair_queue/") {
+            // Its simulation allocates as it goes, and what the allocator and memcpy execute
+            // depends a little on where the heap lies: up to about a thousand instructions in
+            // 38 million here (0.003 %), below the 0.05 % least tolerance of confirmation by
+            // counts. Before fixed hash keys the release build's count moved by 0.02 %.
+            assert!(
+                (again - once).abs() <= once * 1e-4,
+                "{name}: {once} then {again}"
+            );
+        } else {
+            assert_eq!(again, once, "{name}");
+        }
     }
 }
 
@@ -102,4 +123,26 @@ fn a_slower_variant_executes_more_instructions_unless_the_kernel_does_its_work()
         count(&["--ring-store", "write"], record),
     );
     assert!(write < mmap, "mmap {mmap}, write {write}");
+}
+
+#[test]
+fn a_comparison_names_the_benchmarks_it_needs_and_only_those_run() {
+    // How a confirmation asks the kernels for one benchmark; the count run under callgrind
+    // inherits it.
+    let env = [("KYMO_ONLY_BENCHMARKS", "ring/write_path/record\n")];
+    let timed = run_with(&[], &env);
+    assert_eq!(timed.keys().collect::<Vec<_>>(), ["ring/write_path/record"]);
+    let counted = run_with(
+        &FILTERS[..4],
+        &[("KYMO_ONLY_BENCHMARKS", "ring/write_path/record")],
+    );
+    assert_eq!(counted.len(), 1);
+    assert!(counted["ring/write_path/record"].contains_key("time"));
+    let mut args = vec!["--instructions-only"];
+    args.extend(&FILTERS[..4]);
+    let counted = run_with(&args, &env);
+    assert_eq!(
+        counted.keys().collect::<Vec<_>>(),
+        ["ring/write_path/record"]
+    );
 }

@@ -1,11 +1,14 @@
 //! Confirmations: a change point measured again before it is announced. The re-measurement is
 //! a comparison job (base: the last commit of the old level, head: the suspect) pinned to the
-//! machine that found the change; every change point of the same commit pair on that machine
-//! shares one comparison, since one job measures every benchmark of both commits.
+//! machine that found the change. It measures only what its change points need: their suites,
+//! and of those their benchmarks (see [`SuiteSelection`]). Change points of the same commit
+//! pair on that machine share one comparison, widened to measure each of them while no worker
+//! has claimed it.
 
 use super::comparisons::{NewComparison, insert_comparison_on};
 use super::jobs::LeaseSettings;
 use super::{Db, DbError};
+use crate::protocol::SuiteSelection;
 
 /// A confirmation as pages and the API show it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -37,6 +40,8 @@ pub struct ConfirmationTarget {
     pub benchmark_id: i64,
     /// The benchmark's key (name and parameters), as a comparison's verdict names it.
     pub benchmark: String,
+    /// The suite that measures it: all a re-measurement needs to run.
+    pub suite: String,
     pub metric: String,
     pub direction: String,
     pub change_pct: f64,
@@ -52,6 +57,18 @@ pub struct ConfirmationTarget {
     pub confirmation: Option<String>,
     /// Whether the latest analysis still finds it.
     pub active: bool,
+}
+
+impl ConfirmationTarget {
+    /// What its re-measurement measures: its benchmark (every parameter of that name) in its
+    /// suite.
+    pub fn selection(&self) -> SuiteSelection {
+        let name = self.benchmark.split('{').next().unwrap_or_default();
+        SuiteSelection {
+            suite: self.suite.clone(),
+            benchmarks: vec![name.to_owned()],
+        }
+    }
 }
 
 /// How a confirmation ends.
@@ -115,7 +132,7 @@ impl Db {
         Ok(sqlx::query_as!(
             ConfirmationTarget,
             r#"SELECT g.id AS regression_id, b.repository_id, g.kind, b.id AS benchmark_id,
-                      b.name AS benchmark, s.metric, s.direction, g.change_pct, s.machine_id,
+                      b.name AS benchmark, b.suite, s.metric, s.direction, g.change_pct, s.machine_id,
                       m.runs_worker AS "runs_worker: bool", g.commit_id, c.sha AS commit_sha,
                       g.previous_id, r.confirm_changes AS "confirm_changes: bool",
                       f.state AS "confirmation?", g.active AS "active: bool"
@@ -140,17 +157,41 @@ impl Db {
         machine_id: i64,
         commit_id: i64,
     ) -> Result<Vec<f64>, DbError> {
-        let series = sqlx::query_scalar!(
+        match self.instructions_series(benchmark_id, machine_id).await? {
+            Some(id) => Ok(self.samples_at(id, commit_id).await?.concat()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The instruction counts of a benchmark on a machine at the last `limit` commits before
+    /// history position `before` (the suspect's), oldest first: how far counts move while the
+    /// code stays the same.
+    pub async fn instructions_before(
+        &self,
+        benchmark_id: i64,
+        machine_id: i64,
+        before: i64,
+        limit: i64,
+    ) -> Result<Vec<f64>, DbError> {
+        let Some(id) = self.instructions_series(benchmark_id, machine_id).await? else {
+            return Ok(Vec::new());
+        };
+        let values = self.series_values_before(id, Some(before), limit).await?;
+        Ok(values.into_iter().map(|(_, value)| value).collect())
+    }
+
+    async fn instructions_series(
+        &self,
+        benchmark_id: i64,
+        machine_id: i64,
+    ) -> Result<Option<i64>, DbError> {
+        Ok(sqlx::query_scalar!(
             "SELECT id FROM series WHERE benchmark_id = ? AND machine_id = ? AND metric = 'instructions'",
             benchmark_id,
             machine_id
         )
         .fetch_optional(&self.reader)
-        .await?;
-        match series {
-            Some(id) => Ok(self.samples_at(id, commit_id).await?.concat()),
-            None => Ok(Vec::new()),
-        }
+        .await?)
     }
 
     /// Starts confirming a change point by re-measuring `base` and `head` on its machine: the
@@ -167,22 +208,43 @@ impl Db {
         now: i64,
     ) -> Result<(i64, bool), DbError> {
         let mut tx = self.begin_write().await?;
+        let wanted = target.selection();
+        // The latest comparison of the pair there that measures this benchmark (measured, or
+        // still to be), else a first one still queued, which can be widened to measure it too.
         let known = sqlx::query!(
-            r#"SELECT k.id AS "id!", f.earlier_comparison_id, k.results IS NOT NULL AS "measured!: bool"
+            r#"SELECT k.id AS "id!", f.earlier_comparison_id, k.results IS NOT NULL AS "measured!: bool",
+                      j.state AS job_state, k.selection
                FROM comparisons k JOIN confirmations f ON f.comparison_id = k.id
                     JOIN jobs j ON j.comparison_id = k.id
                WHERE k.base_id = ? AND k.head_id = ? AND j.machine_id = ?
                      AND (k.results IS NOT NULL OR j.state IN ('queued', 'running'))
-               ORDER BY k.id DESC LIMIT 1"#,
+               GROUP BY k.id ORDER BY k.id DESC"#,
             base_id,
             target.commit_id,
             target.machine_id
         )
-        .fetch_optional(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
-        let (comparison, earlier, measured) = match known {
-            Some(k) => (k.id, k.earlier_comparison_id, k.measured),
-            None => {
+        let mut covering = None;
+        let mut widenable = None;
+        for k in known {
+            let selection = read_selection(k.selection.as_deref())?;
+            if SuiteSelection::covers(&selection, &wanted) {
+                covering = Some((k.id, k.earlier_comparison_id, k.measured));
+                break;
+            }
+            let queued = !k.measured && k.job_state == "queued";
+            if queued && k.earlier_comparison_id.is_none() && widenable.is_none() {
+                widenable = Some((k.id, selection));
+            }
+        }
+        let (comparison, earlier, measured) = match (covering, widenable) {
+            (Some(known), _) => known,
+            (None, Some((id, selection))) => {
+                widen_selection(&mut tx, id, selection, &wanted).await?;
+                (id, None, false)
+            }
+            (None, None) => {
                 let id = shared_comparison(&mut tx, target, base_id, rounds, None, settings, now)
                     .await?;
                 (id, None, false)
@@ -334,7 +396,8 @@ impl Db {
 }
 
 /// The comparison re-measuring `base` against the target's commit on its machine: one
-/// already queued there for the same pair by another confirmation, or a new one.
+/// already waiting there for the same pair by another confirmation that measures the target's
+/// benchmark (or, not yet claimed, can be widened to), or a new one measuring only it.
 async fn shared_comparison(
     tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
     target: &ConfirmationTarget,
@@ -344,22 +407,35 @@ async fn shared_comparison(
     settings: LeaseSettings,
     now: i64,
 ) -> Result<i64, DbError> {
-    let waiting = sqlx::query_scalar!(
-        r#"SELECT k.id AS "id!" FROM comparisons k JOIN confirmations f ON f.comparison_id = k.id
+    let wanted = target.selection();
+    let waiting = sqlx::query!(
+        r#"SELECT k.id AS "id!", j.state, k.selection
+           FROM comparisons k JOIN confirmations f ON f.comparison_id = k.id
                 JOIN jobs j ON j.comparison_id = k.id
            WHERE k.base_id = ? AND k.head_id = ? AND j.machine_id = ? AND k.results IS NULL
                  AND j.state IN ('queued', 'running') AND k.rounds = ?
                  AND f.earlier_comparison_id IS ?
-           LIMIT 1"#,
+           GROUP BY k.id ORDER BY k.id"#,
         base_id,
         target.commit_id,
         target.machine_id,
         rounds,
         earlier
     )
-    .fetch_optional(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
-    if let Some(id) = waiting {
+    let mut widenable = None;
+    for k in waiting {
+        let selection = read_selection(k.selection.as_deref())?;
+        if SuiteSelection::covers(&selection, &wanted) {
+            return Ok(k.id);
+        }
+        if k.state == "queued" && widenable.is_none() {
+            widenable = Some((k.id, selection));
+        }
+    }
+    if let Some((id, selection)) = widenable {
+        widen_selection(tx, id, selection, &wanted).await?;
         return Ok(id);
     }
     let label = format!(
@@ -377,5 +453,34 @@ async fn shared_comparison(
         head_ref: None,
     };
     let (id, _job) = insert_comparison_on(tx, &new, target.machine_id, settings, now).await?;
+    widen_selection(tx, id, Vec::new(), &wanted).await?;
     Ok(id)
+}
+
+/// A comparison's stored selection; `None` (a try run's, a pull request's) is everything.
+fn read_selection(json: Option<&str>) -> Result<Vec<SuiteSelection>, DbError> {
+    json.map_or(Ok(Vec::new()), |json| {
+        serde_json::from_str(json)
+            .map_err(|e| DbError::Invalid(format!("stored comparison selection is corrupt: {e}")))
+    })
+}
+
+/// Stores `selection` widened by `wanted` as the selection of a comparison not yet claimed.
+async fn widen_selection(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    comparison_id: i64,
+    mut selection: Vec<SuiteSelection>,
+    wanted: &SuiteSelection,
+) -> Result<(), DbError> {
+    SuiteSelection::widen(&mut selection, wanted);
+    let json = serde_json::to_string(&selection)
+        .map_err(|e| DbError::Invalid(format!("cannot store a selection: {e}")))?;
+    sqlx::query!(
+        "UPDATE comparisons SET selection = ? WHERE id = ?",
+        json,
+        comparison_id
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

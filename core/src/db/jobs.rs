@@ -337,7 +337,8 @@ impl Db {
         let candidates = sqlx::query!(
             r#"SELECT j.id AS "id!", r.name, r.url, r.suites_toml, r.machine_labels,
                       r.network_off AS "network_off: bool", c.sha,
-                      b.sha AS "base_sha?", k.rounds AS "rounds?", k.head_ref
+                      b.sha AS "base_sha?", k.rounds AS "rounds?", k.head_ref,
+                      k.selection
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                            LEFT JOIN comparisons k ON k.id = j.comparison_id
@@ -379,6 +380,12 @@ impl Db {
                     .map_err(|e| DbError::Invalid(format!("stored commit is corrupt: {e}")))?,
                 rounds: rounds as u32,
                 head_ref: next.head_ref,
+                selection: match next.selection {
+                    Some(json) => serde_json::from_str(&json).map_err(|e| {
+                        DbError::Invalid(format!("stored comparison selection is corrupt: {e}"))
+                    })?,
+                    None => Vec::new(),
+                },
             }),
             _ => None,
         };

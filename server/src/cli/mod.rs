@@ -71,10 +71,10 @@ pub enum Command {
         /// Print the summary and exit instead of serving.
         #[arg(long)]
         no_serve: bool,
-        /// Measure every change again (interleaved with its baseline) before reporting it, as
-        /// `kymo serve` does by default; this takes the demo several minutes longer.
+        /// Report every change as soon as the analysis finds it, without measuring it again
+        /// (interleaved with its baseline) first as `kymo serve` does by default.
         #[arg(long)]
-        confirm: bool,
+        no_confirm: bool,
     },
     /// Run bench-kernels, kymo's own workload (what the demo's suites call).
     #[command(hide = true, disable_help_flag = true)]
@@ -305,7 +305,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             listen,
             data,
             no_serve,
-            confirm,
+            no_confirm,
         } => {
             crate::demo::demo(crate::demo::DemoOptions {
                 // Without a dashboard to serve, any free port does: a running `kymo serve`
@@ -317,7 +317,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 data: absolute(&data)?,
                 serve: !no_serve,
-                confirm,
+                confirm: !no_confirm,
             })
             .await
         }

@@ -27,8 +27,8 @@ pub struct DemoOptions {
     pub listen: SocketAddr,
     pub data: PathBuf,
     pub serve: bool,
-    /// Whether changes are measured again before they are reported. Off unless asked for: a
-    /// confirmation re-runs every suite of the demo three times on each side, minutes in all.
+    /// Whether changes are measured again before they are reported (as `kymo serve` does):
+    /// a confirmation re-runs only the flagged benchmarks, some seconds a change.
     pub confirm: bool,
 }
 
@@ -193,9 +193,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
     if options.confirm {
         confirm::print_confirmations(&state, &repo).await?;
     } else {
-        println!(
-            "confirmation: off (`kymo demo --confirm` measures each change again before reporting it)"
-        );
+        println!("confirmation: off (without --no-confirm each change is measured again first)");
     }
     print_changes(&state, &repo, running.address).await?;
     print_story_tally(&state, &repo).await?;

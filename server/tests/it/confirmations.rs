@@ -428,3 +428,80 @@ async fn the_confirmation_setting_is_checked_and_a_bad_value_changes_nothing() {
     assert_eq!(changed["confirm"], false);
     assert_eq!(get().await.1["confirm"], false);
 }
+
+/// Two suites: `demo` reports `parse` at `level` (and `extra`, unless the worker names the
+/// benchmarks it wants), `other` reports `other`; neither of the unchanged ones should be run
+/// again to confirm a change of `parse`.
+fn two_suites(level: f64, commit: usize) -> Vec<(&'static str, String)> {
+    let metric = |samples: &str| {
+        format!(
+            r#"{{\"name\":\"time\",\"unit\":\"ns\",\"direction\":\"lower\",\"samples\":[{samples}]}}"#
+        )
+    };
+    let parse = metric("$(cat samples.txt)");
+    let steady = metric(&samples_at(50.0, commit));
+    let demo = format!(
+        r#"if [ "$KYMO_ONLY_BENCHMARKS" = parse ]; then extra=""; else extra=",{{\"name\":\"extra\",\"metrics\":[{steady}]}}"; fi
+echo "{{\"benchmarks\":[{{\"name\":\"parse\",\"metrics\":[{parse}]}}$extra]}}"
+"#
+    );
+    let other =
+        format!(r#"echo "{{\"benchmarks\":[{{\"name\":\"other\",\"metrics\":[{steady}]}}]}}""#);
+    let toml = format!(
+        "{}\n[[suite]]\nname = \"other\"\nrun = \"sh other.sh\"\nformat = \"kymo\"\ntimeout = \"30s\"\n",
+        kymo_toml("sh bench.sh", "30s", 1)
+    );
+    vec![
+        ("kymo.toml", toml),
+        ("bench.sh", demo),
+        ("other.sh", other),
+        ("samples.txt", samples_at(level, commit)),
+        ("NOTES.md", format!("step {commit}")),
+    ]
+}
+
+#[test]
+fn a_confirmation_measures_only_the_suite_and_benchmark_that_changed() {
+    let repo = TestRepo::new();
+    let shas: Vec<String> = (0..20)
+        .map(|i| {
+            let files = two_suites(if i >= 12 { 130.0 } else { 100.0 }, i);
+            let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+            repo.commit(&files, &format!("change {i}"))
+        })
+        .collect();
+    let s = setup(&repo, "Selective CPU");
+    for sha in &shas {
+        let (status, _) = post(
+            &s.server,
+            "/api/v1/repos/app/runs",
+            &json!({ "commit": sha }),
+        );
+        assert_eq!(status, 202);
+    }
+    for _ in &shas {
+        assert!(matches!(
+            s.machine.work_once().unwrap(),
+            Tick::Ran {
+                succeeded: true,
+                ..
+            }
+        ));
+    }
+    let regression = only_regression(&s.server);
+    assert_eq!(regression["benchmark"], "parse", "{regression:#}");
+    let id = regression["id"].as_i64().unwrap();
+    assert_eq!(run_until_empty(&s.machine), 1, "one re-measurement");
+    let confirmed = confirmation(&s.server, id);
+    assert_eq!(confirmed["state"], "confirmed", "{confirmed:#}");
+    let comparison = confirmed["comparison_id"].as_i64().unwrap();
+    let view = s
+        .server
+        .get_json(&format!("/api/v1/repos/app/comparisons/{comparison}"));
+    let measured: Vec<&str> = (view["report"]["rows"].as_array().unwrap().iter())
+        .map(|r| r["benchmark"].as_str().unwrap())
+        .collect();
+    // `other` (another suite) was not run at all; `extra` was left out by the suite itself,
+    // told which benchmark the comparison needs.
+    assert_eq!(measured, ["parse"], "{view:#}");
+}

@@ -94,6 +94,7 @@ impl Server {
             limits: OutputLimits::default(),
             cancel: &AtomicBool::new(false),
             progress: &|_| {},
+            only_benchmarks: &[],
         };
         let mut log = String::new();
         let result = run_suite(&ctx, suite, &mut log);

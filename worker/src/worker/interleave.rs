@@ -2,11 +2,14 @@
 //! measured alternately (base, head, base, head, ...) so that drift and background load over
 //! the job fall on both sides alike.
 
-use kymo_core::protocol::{ClaimedJob, ComparedRound, ComparisonSpec, JobOutcome, log_tail};
+use kymo_core::protocol::{
+    ClaimedJob, ComparedRound, ComparisonSpec, JobOutcome, SuiteSelection, log_tail,
+};
 
 use super::{JobControl, MAX_LOG, Worker};
+use crate::config::Suite;
 use crate::mirror::{Mirror, mirror_dir_name};
-use crate::suite::{SuiteFailure, build_suite, measure_suite};
+use crate::suite::{SuiteContext, SuiteFailure, build_suite, measure_suite};
 
 /// Most rounds a worker runs, whatever the server asks: the server allows no more either.
 const MAX_ROUNDS: u32 = 20;
@@ -33,7 +36,7 @@ impl Worker {
         }
         let mut log = String::new();
         for (side, checked_out) in &sides {
-            for suite in &checked_out.config.suites {
+            for (suite, _) in selected(&checked_out.config.suites, &spec.selection) {
                 let progress = |what: String| control.phase(&format!("{side}: {what}"));
                 let ctx = self.suite_context(checked_out, control, &progress);
                 if let Err(failure) = build_suite(&ctx, suite, &mut log) {
@@ -46,11 +49,16 @@ impl Worker {
             let mut both = Vec::with_capacity(2);
             for (side, checked_out) in &sides {
                 let mut uploads = Vec::with_capacity(checked_out.config.suites.len());
-                for suite in &checked_out.config.suites {
+                for (suite, only_benchmarks) in
+                    selected(&checked_out.config.suites, &spec.selection)
+                {
                     let progress = |what: String| {
                         control.phase(&format!("round {round} of {rounds}, {side}: {what}"))
                     };
-                    let ctx = self.suite_context(checked_out, control, &progress);
+                    let ctx = SuiteContext {
+                        only_benchmarks,
+                        ..self.suite_context(checked_out, control, &progress)
+                    };
                     match measure_suite(&ctx, suite, &mut log) {
                         Ok(upload) => uploads.push(upload),
                         Err(failure) => return Ok(failed(side, failure)),
@@ -69,6 +77,23 @@ impl Worker {
     }
 }
 
+/// The suites of a side that the comparison measures, each with the benchmarks it needs of
+/// them (empty: all). A selected suite the side does not have is not measured there: the
+/// verdict then has nothing to compare for its benchmarks, and says so.
+fn selected<'a>(
+    suites: &'a [Suite],
+    selection: &'a [SuiteSelection],
+) -> impl Iterator<Item = (&'a Suite, &'a [String])> {
+    suites.iter().filter_map(move |suite| {
+        if selection.is_empty() {
+            return Some((suite, &[][..]));
+        }
+        (selection.iter())
+            .find(|s| s.suite == suite.name)
+            .map(|s| (suite, s.benchmarks.as_slice()))
+    })
+}
+
 /// A suite of one side failed: the whole comparison fails, saying which side.
 fn failed(side: &str, SuiteFailure { error, log_tail }: SuiteFailure) -> JobOutcome {
     JobOutcome::Failed {
@@ -80,6 +105,36 @@ fn failed(side: &str, SuiteFailure { error, log_tail }: SuiteFailure) -> JobOutc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_selection_runs_only_its_suites_each_with_its_benchmarks() {
+        let toml =
+            "[[suite]]\nname = \"a\"\nrun = \"true\"\n\n[[suite]]\nname = \"b\"\nrun = \"true\"\n";
+        let suites = crate::config::parse_kymo_toml(toml).unwrap().suites;
+        let names = |selection: &[SuiteSelection]| -> Vec<(String, Vec<String>)> {
+            (selected(&suites, selection))
+                .map(|(suite, only)| (suite.name.clone(), only.to_vec()))
+                .collect()
+        };
+        let everything = names(&[]);
+        assert_eq!(
+            everything,
+            [("a".into(), vec![]), ("b".into(), vec![])],
+            "no selection: every suite, all of it"
+        );
+        let one = SuiteSelection {
+            suite: "b".into(),
+            benchmarks: vec!["parse".into()],
+        };
+        let missing = SuiteSelection {
+            suite: "gone".into(),
+            benchmarks: vec![],
+        };
+        assert_eq!(
+            names(&[one, missing]),
+            [("b".into(), vec!["parse".to_string()])]
+        );
+    }
 
     #[test]
     fn a_failure_names_the_side_it_happened_on() {
