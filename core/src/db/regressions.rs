@@ -184,7 +184,9 @@ impl Db {
     /// commits of a stored one of the same kind updates that record (keeping its triage), so
     /// that more commits arriving never duplicate a regression; stored ones no longer found are
     /// marked inactive. A record the analysis finds unchanged is not written at all, so that
-    /// re-analysing unchanged history changes no row. Returns the ids of records created now.
+    /// re-analysing unchanged history changes no row. Returns the ids of records created now and
+    /// of records moved to another commit (their confirmation forgotten): both are news to follow
+    /// up, confirm and announce.
     pub async fn record_changes(
         &self,
         series_id: i64,
@@ -371,6 +373,14 @@ async fn record_series_changes(
                 )
                 .execute(&mut *conn)
                 .await?;
+                if e.commit_id != change.commit_id {
+                    // Moved to another commit: what confirmed it (instruction counts, an
+                    // interleaved re-measure of the old pair) said nothing about the new one.
+                    sqlx::query!("DELETE FROM confirmations WHERE regression_id = ?", e.id)
+                        .execute(&mut *conn)
+                        .await?;
+                    created.push(e.id);
+                }
                 e.id
             }
             None => {

@@ -2,7 +2,7 @@
 //! series' change points about; re-recording them must never break the one-record-per-commit
 //! rule. Found by the worker-kill fault test, where it made job completions fail with a 500.
 
-use kymo_core::db::FoundChange;
+use kymo_core::db::{ConfirmationDecision, FoundChange};
 use serde_json::json;
 
 use crate::api::{TestApp, specs};
@@ -54,15 +54,38 @@ async fn a_change_point_moving_onto_another_ones_commit_updates_that_one() {
     // One change at commit 1, then a second one two commits later.
     let created = db.record_changes(series, &[at(1)], 0).await.unwrap();
     assert_eq!(created.len(), 1);
+    let mut ids = created;
     let created = db.record_changes(series, &[at(1), at(3)], 0).await.unwrap();
     assert_eq!(created.len(), 1);
+    ids.extend(created);
     // Now only the later one is found: it must update the record at commit 3, not move the
     // record of commit 1 onto commit 3.
     let created = db.record_changes(series, &[at(3)], 0).await.unwrap();
     assert!(created.is_empty(), "{created:?}");
-    let created = db.record_changes(series, &[at(2)], 0).await.unwrap();
+    let held = db.record_changes(series, &[at(3)], 0).await.unwrap();
+    assert!(held.is_empty(), "found again where it is: no news");
+    let confirmed = ConfirmationDecision {
+        state: "confirmed",
+        evidence: "instructions",
+        rounds_run: 0,
+        change_pct: Some(100.0),
+        p_value: None,
+        note: "",
+    };
+    for id in &ids {
+        db.decide_confirmation(*id, &confirmed, 0).await.unwrap();
+    }
+    let moved = db.record_changes(series, &[at(2)], 0).await.unwrap();
+    let (_, found) = app.get("/api/v1/repos/r/regressions").await;
+    let id = found[0]["id"].as_i64().unwrap();
+    assert_eq!(
+        found.as_array().unwrap().len(),
+        1,
+        "a change that moved by one commit is the same one: {found:#}"
+    );
+    assert_eq!(moved, [id], "and, at another commit, news to confirm again");
     assert!(
-        created.is_empty(),
-        "a change that moved by one commit is the same one"
+        db.confirmation_of(id).await.unwrap().is_none(),
+        "its old confirmation is gone"
     );
 }
