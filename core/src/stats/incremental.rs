@@ -133,7 +133,10 @@ impl Windows {
         direction: Direction,
         sensitivity: &Sensitivity,
     ) -> Analysis {
-        debug_assert!(offset <= self.start(first), "the points of window {first} are read");
+        debug_assert!(
+            offset <= self.start(first),
+            "the points of window {first} are read"
+        );
         let s = sensitivity.sanitized();
         let n = offset + recent.len();
         let decided_from = self.decides_from(first);

@@ -26,9 +26,9 @@
 pub mod bisect;
 mod changepoint;
 mod compare;
-mod incremental;
 pub mod confirmation;
 pub mod distribution;
+mod incremental;
 #[cfg(test)]
 mod issue_cases;
 mod location;

@@ -26,9 +26,7 @@ fn history(seed: u64, len: usize) -> Vec<CommitObservation> {
             let spike = if rng.uniform() < 0.01 { 1.6 } else { 1.0 };
             let value = level * spike;
             if with_samples {
-                let samples = (0..5)
-                    .map(|_| value * (1.0 + cv * rng.normal()))
-                    .collect();
+                let samples = (0..5).map(|_| value * (1.0 + cv * rng.normal())).collect();
                 CommitObservation::from_samples(i, samples)
             } else {
                 CommitObservation::new(i, value * (1.0 + cv * rng.normal()))
@@ -63,7 +61,10 @@ fn append(
 fn the_windows_split_every_history_into_disjoint_decided_stretches() {
     let windows = Windows::new(64);
     assert_eq!((windows.last(0), windows.last(64)), (0, 0));
-    assert_eq!((windows.last(65), windows.last(96), windows.last(97)), (1, 1, 2));
+    assert_eq!(
+        (windows.last(65), windows.last(96), windows.last(97)),
+        (1, 1, 2)
+    );
     for n in 0..400 {
         let last = windows.last(n);
         // The last window reaches the end and is the only one that is not full.
@@ -95,14 +96,17 @@ fn a_history_within_one_window_is_analysed_whole() {
         let series = history(seed, 300);
         let mut detected = detect_change_points(&series, Direction::Lower, &sensitivity);
         let settled = detected.last().map_or(0, |c| c.position);
-        let recent = detect_tail_change(&series[settled..], Direction::Lower, &sensitivity).map(
-            |mut c| {
+        let recent =
+            detect_tail_change(&series[settled..], Direction::Lower, &sensitivity).map(|mut c| {
                 c.position += settled;
                 c
-            },
-        );
+            });
         let analysis = Windows::new(300).analyse(&series, Direction::Lower, &sensitivity);
-        assert_eq!(analysis.detected, std::mem::take(&mut detected), "seed {seed}");
+        assert_eq!(
+            analysis.detected,
+            std::mem::take(&mut detected),
+            "seed {seed}"
+        );
         assert_eq!(analysis.recent, recent, "seed {seed}");
     }
 }
@@ -119,7 +123,11 @@ fn appending_points_equals_analysing_everything_again_at_every_step() {
         let mut before = windows.analyse(&series[..known], Direction::Lower, &sensitivity);
         while known < series.len() {
             // Mostly one point at a time; now and then a push of several commits.
-            let more = if rng.uniform() < 0.8 { 1 } else { 2 + (rng.uniform() * 6.0) as usize };
+            let more = if rng.uniform() < 0.8 {
+                1
+            } else {
+                2 + (rng.uniform() * 6.0) as usize
+            };
             let n = (known + more).min(series.len());
             let full = windows.analyse(&series[..n], Direction::Lower, &sensitivity);
             let (after, offset) = append(windows, &before, known, &series[..n], &sensitivity);
@@ -135,7 +143,10 @@ fn appending_points_equals_analysing_everything_again_at_every_step() {
     }
     // The series hold real decisions, and the steps re-examined a fraction of the history.
     assert!(steps > 1800, "{steps} steps");
-    assert!(changes > steps, "{changes} change points over {steps} steps");
+    assert!(
+        changes > steps,
+        "{changes} change points over {steps} steps"
+    );
     assert!(recent > 20, "{recent} recent changes");
     assert!(read * 2 < whole, "read {read} of {whole} points");
 }
