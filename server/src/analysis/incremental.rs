@@ -210,28 +210,25 @@ struct Commits<'a> {
 }
 
 impl Commits<'_> {
-    /// The change point with its commit, its previous commit and its history position.
+    /// The change point with its commit, its previous commit and its history position: those
+    /// a stored decision at the same point named (the points before the last analysed one are
+    /// proved unchanged), else those read.
     fn stored(&self, change: &ChangePoint) -> Option<StoredChange> {
-        let point = |i: usize| i.checked_sub(self.offset).and_then(|i| self.points.get(i));
-        if let Some(at) = point(change.position) {
-            let previous = match change.position.checked_sub(1) {
-                None => None,
-                Some(i) => Some(point(i)?.commit_id),
-            };
+        if let Some(kept) = self.known.get(&change.position) {
             return Some(StoredChange::new(
                 change,
-                at.commit_id,
-                previous,
-                at.position,
+                kept.commit_id,
+                kept.previous_id,
+                kept.commit_position,
             ));
         }
-        let kept = self.known.get(&change.position)?;
-        Some(StoredChange::new(
-            change,
-            kept.commit_id,
-            kept.previous_id,
-            kept.commit_position,
-        ))
+        let point = |i: usize| i.checked_sub(self.offset).and_then(|i| self.points.get(i));
+        let at = point(change.position)?;
+        let previous = match change.position.checked_sub(1) {
+            None => None,
+            Some(i) => Some(point(i)?.commit_id),
+        };
+        Some(StoredChange::new(change, at.commit_id, previous, at.position))
     }
 }
 
@@ -292,4 +289,64 @@ fn observations(points: &[AnalysisPoint]) -> Vec<CommitObservation> {
             samples: p.samples.clone(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(index: usize) -> AnalysisPoint {
+        AnalysisPoint {
+            commit_id: 1000 + index as i64,
+            position: 2 * index as i64,
+            value: 1.0,
+            samples: Vec::new(),
+            latest_value: 1.0,
+        }
+    }
+
+    fn change(position: usize) -> ChangePoint {
+        ChangePoint {
+            position,
+            span: 1,
+            kind: VerdictKind::Regression,
+            before: 1.0,
+            after: 2.0,
+            change_pct: 100.0,
+            ci_low_pct: 90.0,
+            ci_high_pct: 110.0,
+            p_value: 1e-6,
+            noise_pct: 1.0,
+            segment_before: 5,
+            segment_after: 5,
+            evidence_before: 5,
+            evidence_after: 5,
+            method: "seeded-segmentation+mann-whitney",
+        }
+    }
+
+    #[test]
+    fn a_change_point_names_the_commits_kept_with_it_or_those_read() {
+        let points: Vec<AnalysisPoint> = (10..20).map(point).collect();
+        let kept = StoredChange::new(&change(10), 1010, Some(1009), 20);
+        let commits = Commits {
+            points: &points,
+            offset: 10,
+            known: HashMap::from([(10, &kept)]),
+        };
+        // The first point read: its previous commit was not read, but was kept.
+        let at_offset = commits.stored(&change(10)).unwrap();
+        assert_eq!(
+            (at_offset.commit_id, at_offset.previous_id, at_offset.commit_position),
+            (1010, Some(1009), 20)
+        );
+        let read = commits.stored(&change(12)).unwrap();
+        assert_eq!(
+            (read.commit_id, read.previous_id, read.commit_position),
+            (1012, Some(1011), 24)
+        );
+        // Before what was read and not kept: nothing to name, so the analysis fails loudly.
+        assert!(commits.stored(&change(5)).is_none());
+        assert!(commits.stored(&change(20)).is_none());
+    }
 }
