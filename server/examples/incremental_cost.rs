@@ -56,7 +56,7 @@ fn level(b: usize, commit: usize) -> f64 {
     let steps = commit / every;
     let mut level = 1_000.0 + 50.0 * b as f64;
     for s in 0..steps {
-        level *= if (s + b) % 3 == 0 { 0.85 } else { 1.12 };
+        level *= if (s + b).is_multiple_of(3) { 0.85 } else { 1.12 };
     }
     let drift_from = 4_000 + 97 * b;
     if commit >= drift_from {
@@ -169,7 +169,9 @@ async fn main() {
             setup.times.push(started.elapsed() / series as u32);
         }
     }
-    println!("{series} series of {history} commits, {rounds} commits appended; per series and new point (median):");
+    println!(
+        "{series} series of {history} commits, {rounds} commits appended; per series and new point (median):"
+    );
     let whole_median = median(&mut setups[2].times.clone());
     for setup in &mut setups {
         let m = median(&mut setup.times);
@@ -189,7 +191,9 @@ async fn main() {
         incremental += counts.incremental;
         full += counts.full;
     }
-    println!("incremental database: {incremental} incremental analyses, {full} full (the first analysis of each series)");
+    println!(
+        "incremental database: {incremental} incremental analyses, {full} full (the first analysis of each series)"
+    );
 
     let found = |setup: &Setup| {
         let (db, repository) = (setup.data.db.clone(), setup.data.repository_id);

@@ -63,7 +63,7 @@ impl Windows {
     }
 
     /// Points per window.
-    pub fn len(self) -> usize {
+    pub fn points(self) -> usize {
         self.len
     }
 

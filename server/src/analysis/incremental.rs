@@ -109,7 +109,7 @@ pub async fn analyse_series(
     let found = found_changes(&analysis, &commits).ok_or_else(|| missing_commit(series.id))?;
     let last_position = positions.last().copied().unwrap_or(i64::MIN);
     let state = AnalysisState {
-        window_len: windows.len(),
+        window_len: windows.points(),
         sensitivity: settings,
         direction: series.direction.clone(),
         points: positions.len(),
@@ -177,7 +177,7 @@ fn proven_unchanged(
     settings: &str,
     direction: &str,
 ) -> Result<(), &'static str> {
-    if state.window_len != windows.len() {
+    if state.window_len != windows.points() {
         return Err("the analysis window changed");
     }
     if state.sensitivity != settings {
@@ -228,7 +228,12 @@ impl Commits<'_> {
             None => None,
             Some(i) => Some(point(i)?.commit_id),
         };
-        Some(StoredChange::new(change, at.commit_id, previous, at.position))
+        Some(StoredChange::new(
+            change,
+            at.commit_id,
+            previous,
+            at.position,
+        ))
     }
 }
 
@@ -337,7 +342,11 @@ mod tests {
         // The first point read: its previous commit was not read, but was kept.
         let at_offset = commits.stored(&change(10)).unwrap();
         assert_eq!(
-            (at_offset.commit_id, at_offset.previous_id, at_offset.commit_position),
+            (
+                at_offset.commit_id,
+                at_offset.previous_id,
+                at_offset.commit_position
+            ),
             (1010, Some(1009), 20)
         );
         let read = commits.stored(&change(12)).unwrap();

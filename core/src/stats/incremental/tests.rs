@@ -8,7 +8,7 @@ use crate::stats::synthetic::Rng;
 fn history(seed: u64, len: usize) -> Vec<CommitObservation> {
     let mut rng = Rng::new(seed);
     let cv = rng.range(0.005, 0.05);
-    let with_samples = seed % 2 == 0;
+    let with_samples = seed.is_multiple_of(2);
     let mut level = 1000.0;
     let mut drift_left = 0;
     (0..len)
@@ -68,8 +68,8 @@ fn the_windows_split_every_history_into_disjoint_decided_stretches() {
     for n in 0..400 {
         let last = windows.last(n);
         // The last window reaches the end and is the only one that is not full.
-        assert!(windows.start(last) + windows.len() >= n);
-        assert!(last == 0 || windows.start(last - 1) + windows.len() < n);
+        assert!(windows.start(last) + windows.points() >= n);
+        assert!(last == 0 || windows.start(last - 1) + windows.points() < n);
         // Every point is decided by exactly one window, which holds it.
         for p in 0..n {
             let owners: Vec<usize> = (0..=last)
@@ -79,14 +79,14 @@ fn the_windows_split_every_history_into_disjoint_decided_stretches() {
                 .collect();
             assert_eq!(owners.len(), 1, "point {p} of {n}");
             let k = owners[0];
-            assert!(windows.start(k) <= p && p < windows.start(k) + windows.len());
+            assert!(windows.start(k) <= p && p < windows.start(k) + windows.points());
         }
         // Appending never touches a window that was full.
         let first = windows.first_open(n);
-        assert!(first == 0 || windows.start(first - 1) + windows.len() <= n);
+        assert!(first == 0 || windows.start(first - 1) + windows.points() <= n);
         assert!(first <= windows.last(n + 1));
     }
-    assert_eq!(Windows::new(7).len(), 8);
+    assert_eq!(Windows::new(7).points(), 8);
 }
 
 #[test]
@@ -163,12 +163,12 @@ fn windows_that_slide_with_the_history_disagree_with_a_full_analysis() {
         let series = history(seed, 420);
         let mut before = windows.analyse(&series[..100], Direction::Lower, &sensitivity);
         for n in 101..=series.len() {
-            let kept_below = n - windows.len() / 2;
+            let kept_below = n - windows.points() / 2;
             let mut sliding: Vec<ChangePoint> = (before.detected.iter())
                 .filter(|c| c.position < kept_below)
                 .cloned()
                 .collect();
-            let start = n - windows.len();
+            let start = n - windows.points();
             for mut change in
                 detect_change_points(&series[start..n], Direction::Lower, &sensitivity)
             {
