@@ -56,7 +56,11 @@ fn level(b: usize, commit: usize) -> f64 {
     let steps = commit / every;
     let mut level = 1_000.0 + 50.0 * b as f64;
     for s in 0..steps {
-        level *= if (s + b).is_multiple_of(3) { 0.85 } else { 1.12 };
+        level *= if (s + b).is_multiple_of(3) {
+            0.85
+        } else {
+            1.12
+        };
     }
     let drift_from = 4_000 + 97 * b;
     if commit >= drift_from {

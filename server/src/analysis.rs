@@ -6,14 +6,15 @@
 
 mod incremental;
 
+pub use incremental::changes_in;
+
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use kymo_core::db::{
     AnalysisPoint, FoundChange, SensitivityRule, SeriesToAnalyse, sensitivity_for,
 };
-use kymo_core::model::Direction;
-use kymo_core::stats::{NoiseWindow, Sensitivity, Windows, noise_windows};
+use kymo_core::stats::{NoiseWindow, noise_windows};
 
 use crate::error::AppResult;
 use crate::state::AppState;
@@ -148,20 +149,11 @@ pub fn noise_in(points: &[AnalysisPoint]) -> Vec<NoiseWindow> {
     noise_windows(&history)
 }
 
-/// The change points of a whole history analysed in `windows`, as records to store: what the
-/// incremental analysis of the same points stores too.
-pub fn changes_in(
-    points: &[AnalysisPoint],
-    direction: Direction,
-    sensitivity: &Sensitivity,
-    windows: Windows,
-) -> Vec<FoundChange> {
-    incremental::changes_in(points, direction, sensitivity, windows)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kymo_core::model::Direction;
+    use kymo_core::stats::{Sensitivity, Windows};
 
     fn series(values: &[f64]) -> Vec<AnalysisPoint> {
         values

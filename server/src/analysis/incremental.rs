@@ -268,7 +268,8 @@ fn found_changes(analysis: &Analysis, commits: &Commits) -> Option<Vec<FoundChan
     Some(found)
 }
 
-/// The change points of a whole history, as records to store.
+/// The change points of a whole history analysed in `windows`, as records to store: what the
+/// incremental analysis of the same points stores too.
 pub fn changes_in(
     points: &[AnalysisPoint],
     direction: Direction,

@@ -32,6 +32,18 @@ fn upload(sha: &str, samples: Vec<f64>) -> Value {
     ] } }] })
 }
 
+/// A change point as one comparable line: every field, numbers to the last bit.
+fn row(
+    position: i64,
+    kind: &str,
+    numbers: [f64; 5],
+    more: [f64; 2],
+    counts: [i64; 3],
+    method: &str,
+) -> String {
+    format!("{position} {kind} {numbers:?} {more:?} {counts:?} {method}")
+}
+
 /// The stored change points of the repository's one series, and those a full re-analysis of
 /// its history finds, as comparable rows.
 async fn stored_and_full(app: &TestApp) -> (Vec<String>, Vec<String>, i64) {
@@ -47,22 +59,16 @@ async fn stored_and_full(app: &TestApp) -> (Vec<String>, Vec<String>, i64) {
     );
     let mut full: Vec<String> = (full.iter())
         .map(|c| {
-            format!(
-                "{} {} {} {} {} {} {} {} {} {} {} {} {}",
-                c.position,
-                c.kind,
+            let numbers = [
                 c.baseline,
                 c.value,
                 c.change_pct,
                 c.ci_low_pct,
                 c.ci_high_pct,
-                c.p_value,
-                c.noise_pct,
-                c.segment_before,
-                c.segment_after,
-                c.span,
-                c.method
-            )
+            ];
+            let more = [c.p_value, c.noise_pct];
+            let counts = [c.segment_before, c.segment_after, c.span];
+            row(c.position, c.kind, numbers, more, counts, c.method)
         })
         .collect();
     let stored = db
@@ -71,21 +77,22 @@ async fn stored_and_full(app: &TestApp) -> (Vec<String>, Vec<String>, i64) {
         .unwrap();
     let mut stored: Vec<String> = (stored.iter())
         .map(|c| {
-            format!(
-                "{} {} {} {} {} {} {} {} {} {} {} {} {}",
-                c.position.unwrap(),
-                c.kind,
+            let numbers = [
                 c.baseline,
                 c.value,
                 c.change_pct,
                 c.ci_low_pct,
                 c.ci_high_pct,
-                c.p_value,
-                c.noise_pct,
-                c.segment_before,
-                c.segment_after,
-                c.span,
-                c.method
+            ];
+            let more = [c.p_value, c.noise_pct];
+            let counts = [c.segment_before, c.segment_after, c.span];
+            row(
+                c.position.unwrap(),
+                &c.kind,
+                numbers,
+                more,
+                counts,
+                &c.method,
             )
         })
         .collect();
