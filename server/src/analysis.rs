@@ -122,7 +122,9 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
         if let Some((last_commit, windows)) = analysed.noise {
             noise.push((s.id, last_commit, windows));
         }
-        states.push((s.id, analysed.state, analysed.path));
+        if !analysed.unchanged {
+            states.push((s.id, analysed.state, analysed.path));
+        }
     }
     // One transaction each for all series: a thousand series measured by one run are three
     // writes, and the pages cached on the data version are recomputed once, not a thousand times.

@@ -25,6 +25,9 @@ pub struct SeriesAnalysis {
     pub noise: Option<(i64, Vec<NoiseWindow>)>,
     pub state: AnalysisState,
     pub path: AnalysisPath,
+    /// Whether the state is the one stored already (nothing new was read): then nothing is
+    /// written, so that re-analysing unchanged history changes no row.
+    pub unchanged: bool,
 }
 
 /// Which windows to re-examine, from which point on, keeping which earlier decisions.
@@ -121,6 +124,7 @@ pub async fn analyse_series(
     Ok(SeriesAnalysis {
         found,
         noise,
+        unchanged: snapshot.state.as_ref() == Some(&state),
         state,
         path: plan.path,
     })

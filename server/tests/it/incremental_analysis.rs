@@ -135,4 +135,14 @@ async fn every_upload_stores_what_a_full_re_analysis_finds_and_a_late_commit_for
         counts.full_reason.as_deref(),
         Some("commits were measured, or left the branch, inside the analysed history")
     );
+
+    // Analysing the unchanged history again writes nothing, so no cached page goes stale.
+    let version = app.state.db.data_version();
+    let repository = app.state.db.repository("r").await.unwrap();
+    kymo_server::analysis::analyse_repository(&app.state, repository.id)
+        .await
+        .unwrap();
+    assert_eq!(app.state.db.data_version(), version);
+    let again = app.state.db.analysis_counts(series).await.unwrap();
+    assert_eq!(again, counts);
 }
