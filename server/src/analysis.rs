@@ -1,6 +1,12 @@
 //! Re-analysis of the series a run touched: change-point detection over each series'
 //! history, stored as regressions and improvements with their evidence, and the noise models
-//! a compare at the series' newest commits uses. Unchanged results write nothing.
+//! a compare at the series' newest commits uses. Unchanged results write nothing. A new point
+//! re-examines only the analysis windows it can change, when the history before them is
+//! proved unchanged (see [`incremental`]).
+
+mod incremental;
+
+pub use incremental::changes_in;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -8,14 +14,9 @@ use std::collections::hash_map::Entry;
 use kymo_core::db::{
     AnalysisPoint, FoundChange, SensitivityRule, SeriesToAnalyse, sensitivity_for,
 };
-use kymo_core::model::Direction;
-use kymo_core::stats::{
-    CommitObservation, NoiseWindow, Sensitivity, VerdictKind, detect_change_points,
-    detect_tail_change, noise_windows,
-};
+use kymo_core::stats::{NoiseWindow, noise_windows};
 
-use crate::error::{AppError, AppResult};
-use crate::low_priority;
+use crate::error::AppResult;
 use crate::state::AppState;
 
 /// Re-analyses every series measured by `run_id`; returns the ids of regressions and
@@ -108,38 +109,33 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
     let mut rules: HashMap<i64, Vec<SensitivityRule>> = HashMap::new();
     let mut noise = Vec::with_capacity(series.len());
     let mut changes = Vec::with_capacity(series.len());
+    let mut states = Vec::with_capacity(series.len());
     for s in series {
         let repository_rules = match rules.entry(s.repository_id) {
             Entry::Occupied(known) => known.into_mut(),
             Entry::Vacant(slot) => slot.insert(state.db.sensitivity_rules(s.repository_id).await?),
         };
         let sensitivity = sensitivity_for(repository_rules, &s.benchmark);
-        let direction = Direction::parse(&s.direction).unwrap_or(Direction::Lower);
-        let points = state.db.analysis_points(s.id).await?;
-        let last_commit = points.last().map(|p| p.commit_id);
-        // The analysis's CPU work, kept off the threads that answer pages.
-        let (found, windows) = low_priority::run(move || {
-            (
-                changes_in(&points, direction, &sensitivity),
-                noise_in(&points),
-            )
-        })
-        .await
-        .ok_or_else(|| {
-            AppError::Internal(anyhow::anyhow!("the analysis of series {} failed", s.id))
-        })?;
-        changes.push((s.id, found));
-        if let Some(last_commit) = last_commit {
+        let analysed =
+            incremental::analyse_series(&state.db, s, sensitivity, state.analysis_windows).await?;
+        changes.push((s.id, analysed.found));
+        if let Some((last_commit, windows)) = analysed.noise {
             noise.push((s.id, last_commit, windows));
         }
+        if !analysed.unchanged {
+            states.push((s.id, analysed.state, analysed.path));
+        }
     }
-    // One transaction each for all series: a thousand series measured by one run are two
+    // One transaction each for all series: a thousand series measured by one run are three
     // writes, and the pages cached on the data version are recomputed once, not a thousand times.
     let changes: Vec<(i64, &[FoundChange])> = (changes.iter())
         .map(|(id, found)| (*id, found.as_slice()))
         .collect();
     let created = state.db.record_analysis(&changes, state.now()).await?;
     state.db.store_noise_windows(&noise, state.now()).await?;
+    // Stored last: a state describes what an analysis decided, whether or not its records
+    // were written, so a failure above leaves the next analysis correct.
+    state.db.store_analysis_states(&states).await?;
     if !created.is_empty() {
         tracing::info!(new = created.len(), "change points found");
     }
@@ -155,64 +151,11 @@ pub fn noise_in(points: &[AnalysisPoint]) -> Vec<NoiseWindow> {
     noise_windows(&history)
 }
 
-/// The change points of a series' history, as records to store.
-pub fn changes_in(
-    points: &[AnalysisPoint],
-    direction: Direction,
-    sensitivity: &Sensitivity,
-) -> Vec<FoundChange> {
-    let observations: Vec<CommitObservation> = points
-        .iter()
-        .map(|p| CommitObservation {
-            position: p.position as usize,
-            value: p.value,
-            samples: p.samples.clone(),
-        })
-        .collect();
-    let mut changes = detect_change_points(&observations, direction, sensitivity);
-    // The commits since the last confirmed change may hold a change too recent to confirm.
-    let settled = changes.last().map_or(0, |cp| cp.position);
-    if let Some(mut recent) = detect_tail_change(&observations[settled..], direction, sensitivity) {
-        recent.position += settled;
-        changes.push(recent);
-    }
-    changes
-        .into_iter()
-        .filter_map(|cp| {
-            let kind = match cp.kind {
-                VerdictKind::Regression => "regression",
-                VerdictKind::Improvement => "improvement",
-                _ => return None,
-            };
-            let at = points.get(cp.position)?;
-            Some(FoundChange {
-                commit_id: at.commit_id,
-                previous_id: cp
-                    .position
-                    .checked_sub(1)
-                    .and_then(|i| points.get(i))
-                    .map(|p| p.commit_id),
-                position: at.position,
-                kind,
-                baseline: cp.before,
-                value: cp.after,
-                change_pct: cp.change_pct,
-                ci_low_pct: cp.ci_low_pct,
-                ci_high_pct: cp.ci_high_pct,
-                p_value: cp.p_value,
-                noise_pct: cp.noise_pct,
-                segment_before: cp.segment_before as i64,
-                segment_after: cp.segment_after as i64,
-                span: cp.span as i64,
-                method: cp.method,
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kymo_core::model::Direction;
+    use kymo_core::stats::{Sensitivity, Windows};
 
     fn series(values: &[f64]) -> Vec<AnalysisPoint> {
         values
@@ -232,14 +175,24 @@ mod tests {
     fn a_lasting_step_becomes_one_regression_at_its_first_commit() {
         let mut values: Vec<f64> = (0..20).map(|i| 100.0 + (i % 3) as f64 * 0.2).collect();
         values.extend((0..20).map(|i| 120.0 + (i % 3) as f64 * 0.2));
-        let found = changes_in(&series(&values), Direction::Lower, &Sensitivity::default());
+        let found = changes_in(
+            &series(&values),
+            Direction::Lower,
+            &Sensitivity::default(),
+            Windows::default(),
+        );
         assert_eq!(found.len(), 1, "{found:#?}");
         assert_eq!(found[0].kind, "regression");
         assert_eq!(found[0].commit_id, 120);
         assert_eq!(found[0].previous_id, Some(119));
         assert!((found[0].change_pct - 20.0).abs() < 1.0, "{found:#?}");
 
-        let found = changes_in(&series(&values), Direction::Higher, &Sensitivity::default());
+        let found = changes_in(
+            &series(&values),
+            Direction::Higher,
+            &Sensitivity::default(),
+            Windows::default(),
+        );
         assert_eq!(found[0].kind, "improvement");
     }
 
@@ -247,7 +200,15 @@ mod tests {
     fn a_spike_that_reverts_is_not_a_change() {
         let mut values: Vec<f64> = (0..30).map(|i| 100.0 + (i % 3) as f64 * 0.2).collect();
         values[15] = 150.0;
-        assert!(changes_in(&series(&values), Direction::Lower, &Sensitivity::default()).is_empty());
+        assert!(
+            changes_in(
+                &series(&values),
+                Direction::Lower,
+                &Sensitivity::default(),
+                Windows::default()
+            )
+            .is_empty()
+        );
     }
 
     #[test]

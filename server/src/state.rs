@@ -27,6 +27,9 @@ pub struct AppState {
     /// Permits for large request bodies being read and stored at once (see
     /// [`crate::limits::one_large_body_at_a_time`]).
     pub large_bodies: Arc<tokio::sync::Semaphore>,
+    /// The windows series are analysed in (see [`kymo_core::stats::Windows`]); tests shrink
+    /// them to cross window borders within a few dozen commits.
+    pub analysis_windows: kymo_core::stats::Windows,
 }
 
 impl AppState {
@@ -50,6 +53,7 @@ impl AppState {
             large_bodies: Arc::new(tokio::sync::Semaphore::new(
                 crate::limits::CONCURRENT_LARGE_BODIES,
             )),
+            analysis_windows: kymo_core::stats::Windows::default(),
         }
     }
 

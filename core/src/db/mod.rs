@@ -4,6 +4,7 @@
 
 mod access;
 mod alerts;
+mod analysis_state;
 mod bisections;
 mod census;
 mod commit_status;
@@ -37,6 +38,10 @@ pub use access::{Credential, Session, TokenRow, validate_token_name};
 pub use alerts::{
     ALERT_KINDS, AlertChannelRow, AttemptOutcome, AttemptRow, DeliveryRow, DueDelivery,
     MAX_URL_LEN, NextStep, OutboxItem, OutboxProgress, validate_outbound_url,
+};
+pub use analysis_state::{
+    AnalysisCounts, AnalysisInput, AnalysisPath, AnalysisSnapshot, AnalysisState, InputRow,
+    StoredChange,
 };
 pub use bisections::{BisectionRow, BisectionUpdate, BisectionView, ProbeJobs, WideRegression};
 pub use census::RowCounts;

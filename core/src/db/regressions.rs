@@ -2,18 +2,14 @@
 
 use sqlx::SqliteConnection;
 
-use crate::model::Direction;
-use crate::stats::run_value;
-
 use super::{Db, DbError};
-use crate::samples::Samples;
 
 /// A point of a series as the analysis reads it: every commit on the tracked branch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnalysisPoint {
     pub commit_id: i64,
     pub position: i64,
-    /// The commit's value as verdicts see it ([`run_value`]): the fast end of its samples when
+    /// The commit's value as verdicts see it ([`run_value`](crate::stats::run_value)): the fast end of its samples when
     /// there are enough, else the stored value (the median of all samples for a commit measured
     /// several times).
     pub value: f64,
@@ -105,12 +101,6 @@ pub struct RegressionFilter {
     pub min_change: Option<f64>,
 }
 
-/// The value of a commit measured several times: the median of all samples, or of the runs'
-/// values when no run kept samples.
-fn pooled_value(samples: &[f64], values: &[f64]) -> f64 {
-    crate::results::median(if samples.is_empty() { values } else { samples }).unwrap_or(f64::NAN)
-}
-
 /// The triage states a regression may be moved to.
 pub const TRIAGE_STATES: [&str; 4] = ["open", "acknowledged", "fixed", "false_positive"];
 
@@ -122,46 +112,7 @@ impl Db {
     /// once (a retry, a bisection's repeats) is one point: the samples of all its runs pooled,
     /// valued at their median.
     pub async fn analysis_points(&self, series_id: i64) -> Result<Vec<AnalysisPoint>, DbError> {
-        let rows = sqlx::query!(
-            r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value,
-                      x.samples AS "samples: Samples", s.direction
-               FROM measurements x JOIN commits c ON c.id = x.commit_id
-               JOIN series s ON s.id = x.series_id
-               WHERE x.series_id = ? AND c.position IS NOT NULL
-               ORDER BY c.position, x.run_id"#,
-            series_id
-        )
-        .fetch_all(&self.reader)
-        .await?;
-        let mut points: Vec<AnalysisPoint> = Vec::with_capacity(rows.len());
-        let mut values: Vec<f64> = Vec::new();
-        for r in rows {
-            let samples = r.samples.0;
-            let direction = Direction::parse(&r.direction).unwrap_or(Direction::Lower);
-            // A run of many samples stands for their fast end, as in a verdict.
-            let latest = run_value(r.value, &samples, direction);
-            match points.last_mut() {
-                Some(last) if last.commit_id == r.commit_id => {
-                    values.push(r.value);
-                    last.samples.extend(samples);
-                    let pooled = pooled_value(&last.samples, &values);
-                    last.value = run_value(pooled, &last.samples, direction);
-                    last.latest_value = latest;
-                }
-                _ => {
-                    values.clear();
-                    values.push(r.value);
-                    points.push(AnalysisPoint {
-                        commit_id: r.commit_id,
-                        position: r.position,
-                        value: latest,
-                        samples,
-                        latest_value: latest,
-                    });
-                }
-            }
-        }
-        Ok(points)
+        self.analysis_points_from(series_id, i64::MIN).await
     }
 
     /// The series a run measured.

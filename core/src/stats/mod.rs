@@ -28,6 +28,7 @@ mod changepoint;
 mod compare;
 pub mod confirmation;
 pub mod distribution;
+mod incremental;
 #[cfg(test)]
 mod issue_cases;
 mod location;
@@ -50,6 +51,7 @@ mod within_segments;
 pub use crate::model::Direction;
 pub use changepoint::{ChangePoint, detect_change_points};
 pub use compare::compare;
+pub use incremental::{ANALYSIS_WINDOW, Analysis, Windows};
 pub use location::{FAST_END_MIN_SAMPLES, run_location, run_value};
 pub use noise::{CommitObservation, MIN_HISTORY_CHANGES, NoiseModel, noise_model};
 pub use noise_window::{NOISE_HISTORY, NoiseWindow, noise_of_values, noise_windows};
