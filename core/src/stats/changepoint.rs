@@ -120,10 +120,13 @@ pub fn detect_change_points(
     let threshold = normal_quantile(1.0 - s.change_point_alpha / 2.0);
     let sums = PrefixSums::new(&filtered);
     let mut splits = seeded_candidates(&filtered, min_len, threshold);
+    let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
     let edges = StepEdges {
         sums: &sums,
         standardized: &standardized,
         filtered: &filtered,
+        observations: &kept,
+        direction,
     };
     for i in 0..splits.len() {
         splits[i] = edges.refined(&splits, i, &s);
@@ -131,7 +134,6 @@ pub fn detect_change_points(
 
     // Reported like the noise model's commit-to-commit spread, so the numbers agree.
     let noise_abs = (tail_matched_sd(&mut changes) * magnitude).min(f64::MAX);
-    let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
     let logs = LogScale::new(&values);
     let shape_values = (logs.as_ref())
         .and_then(shape_scale)
