@@ -16,6 +16,9 @@
 //! The rank test is exact for any noise distribution, which keeps false alarms rare on
 //! bimodal or skewed series where a normal model would be too confident.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::model::Direction;
@@ -148,8 +151,13 @@ pub fn detect_change_points(
         steppiness: threshold * threshold,
         smallest_step: smallest_step(logs, noise_abs),
         settings: &s,
+        drifts: RefCell::default(),
     };
     let mut evidence: Vec<Option<Evidence>> = vec![None; splits.len()];
+    // Whether one ramp fits two neighbouring steps as well as they do depends only on the
+    // stretch, and each pair is asked from both sides and again on every pass: thousands of
+    // fits each, computed once.
+    let one_ramp: RefCell<HashMap<(usize, usize, usize, usize), bool>> = RefCell::default();
     loop {
         for (i, slot) in evidence.iter_mut().enumerate() {
             if slot.is_none() {
@@ -195,13 +203,16 @@ pub fn detect_change_points(
                     let (first, second) = (i.min(j), i.max(j));
                     let low = first.checked_sub(1).map_or(0, |k| splits[k]);
                     let high = splits.get(second + 1).copied().unwrap_or(n);
-                    ramps.one_ramp_fits_two_steps(
-                        low,
-                        splits[first],
-                        splits[second],
-                        high,
-                        s.window,
-                    )
+                    let stretch = (low, splits[first], splits[second], high);
+                    *(one_ramp.borrow_mut().entry(stretch)).or_insert_with(|| {
+                        ramps.one_ramp_fits_two_steps(
+                            low,
+                            splits[first],
+                            splits[second],
+                            high,
+                            s.window,
+                        )
+                    })
                 })
         };
         let swinging = || {
@@ -313,6 +324,8 @@ struct Confirmation<'a> {
     /// The smallest change of level: [`MIN_STEP_IN_NOISE`] × the commit-to-commit noise.
     smallest_step: SmallestStep,
     settings: &'a Sensitivity,
+    /// The drifts fitted so far, by (previous split, split, next split).
+    drifts: RefCell<HashMap<(usize, usize, usize), Option<Ramp>>>,
 }
 
 impl Confirmation<'_> {
@@ -367,18 +380,24 @@ impl Confirmation<'_> {
 
 impl Confirmation<'_> {
     /// The ramp of candidate `i` between its neighbours, when it is gradual.
+    /// It depends only on the candidate and its neighbours, so it is fitted once for each
+    /// (thousands of ramps each) however often a dropped neighbour elsewhere resets it.
     fn drift(&self, splits: &[usize], i: usize) -> Option<Ramp> {
         let previous = if i == 0 { 0 } else { splits[i - 1] };
         let next = splits.get(i + 1).copied().unwrap_or(self.values.len());
         let reach = self.settings.window;
-        drift_around(
-            self.ramps,
-            previous,
-            next,
-            splits[i],
-            reach,
-            self.steppiness,
-        )
+        *(self.drifts.borrow_mut())
+            .entry((previous, splits[i], next))
+            .or_insert_with(|| {
+                drift_around(
+                    self.ramps,
+                    previous,
+                    next,
+                    splits[i],
+                    reach,
+                    self.steppiness,
+                )
+            })
     }
 
     /// The p-value of the per-commit test (rank test on samples, minimum effect against the
