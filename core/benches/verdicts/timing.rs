@@ -19,12 +19,16 @@ pub struct Timing {
     pub on_cpu_median: Option<Duration>,
 }
 
-/// The time this thread has spent running on a CPU, from Linux's schedstat. On a shared
+/// The time this thread has spent running on a CPU (`CLOCK_THREAD_CPUTIME_ID`). On a shared
 /// machine the wall time of a run includes the time other work held the CPUs; this does not.
 fn on_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos = stat.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(nanos))
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer to a local.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    (status == 0).then(|| Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
 }
 
 fn time(runs: usize, mut work: impl FnMut()) -> Timing {
