@@ -10,26 +10,44 @@ use kymo_core::stats::{
 
 use crate::generator::Rng;
 
-/// Median, fastest and slowest of `runs` timings of `work`.
+/// Median, fastest and slowest of `runs` timings of `work`, and the median time the thread
+/// spent on a CPU (None where the kernel does not say).
 pub struct Timing {
     pub median: Duration,
     pub min: Duration,
     pub max: Duration,
+    pub on_cpu_median: Option<Duration>,
+}
+
+/// The time this thread has spent running on a CPU (`CLOCK_THREAD_CPUTIME_ID`). On a shared
+/// machine the wall time of a run includes the time other work held the CPUs; this does not.
+fn on_cpu() -> Option<Duration> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer to a local.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    (status == 0).then(|| Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
 }
 
 fn time(runs: usize, mut work: impl FnMut()) -> Timing {
-    let mut durations: Vec<Duration> = (0..runs)
+    let (mut durations, mut on_cpu_durations): (Vec<Duration>, Vec<Option<Duration>>) = (0..runs)
         .map(|_| {
+            let cpu = on_cpu();
             let start = Instant::now();
             work();
-            start.elapsed()
+            let wall = start.elapsed();
+            (wall, cpu.zip(on_cpu()).map(|(a, b)| b.saturating_sub(a)))
         })
-        .collect();
+        .unzip();
     durations.sort_unstable();
+    on_cpu_durations.sort_unstable();
     Timing {
         median: durations[runs / 2],
         min: durations[0],
         max: durations[runs - 1],
+        on_cpu_median: on_cpu_durations[runs / 2],
     }
 }
 

@@ -16,22 +16,24 @@
 //! The rank test is exact for any noise distribution, which keeps false alarms rare on
 //! bimodal or skewed series where a normal model would be too confident.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::model::Direction;
 
-use super::compare::compare;
 use super::distribution::normal_quantile;
-use super::mann_whitney::{mann_whitney, shift_interval};
-use super::noise::{CommitObservation, noise_model, robust_sd, tail_matched_sd};
-use super::robust::{PercentBase, median, median_in_place};
+use super::mann_whitney::shift_interval;
+use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
+use super::robust::{PercentBase, median};
 use super::segmentation::{PrefixSums, seeded_candidates, suppress_short_excursions};
 use super::sensitivity::Sensitivity;
 use super::verdict::VerdictKind;
-use autocorrelation::{for_autocorrelation, lag_one_correlation, significant_correlation};
 use edges::StepEdges;
-use ramp::{LogScale, Ramp, RampFitter, drift_around, shape_scale};
-use shape::{step_beats_line, swings};
+use evidence::{Confirmation, Evidence, smallest_step};
+use ramp::{LogScale, RampFitter, shape_scale};
+use shape::swings;
 
 /// Standardized distance from the local median beyond which a short excursion is replaced.
 const EXCURSION_THRESHOLD: f64 = 3.0;
@@ -120,10 +122,13 @@ pub fn detect_change_points(
     let threshold = normal_quantile(1.0 - s.change_point_alpha / 2.0);
     let sums = PrefixSums::new(&filtered);
     let mut splits = seeded_candidates(&filtered, min_len, threshold);
+    let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
     let edges = StepEdges {
         sums: &sums,
         standardized: &standardized,
         filtered: &filtered,
+        observations: &kept,
+        direction,
     };
     for i in 0..splits.len() {
         splits[i] = edges.refined(&splits, i, &s);
@@ -131,7 +136,6 @@ pub fn detect_change_points(
 
     // Reported like the noise model's commit-to-commit spread, so the numbers agree.
     let noise_abs = (tail_matched_sd(&mut changes) * magnitude).min(f64::MAX);
-    let kept: Vec<&CommitObservation> = indices.iter().map(|&i| &series[i]).collect();
     let logs = LogScale::new(&values);
     let shape_values = (logs.as_ref())
         .and_then(shape_scale)
@@ -146,8 +150,13 @@ pub fn detect_change_points(
         steppiness: threshold * threshold,
         smallest_step: smallest_step(logs, noise_abs),
         settings: &s,
+        drifts: RefCell::default(),
     };
     let mut evidence: Vec<Option<Evidence>> = vec![None; splits.len()];
+    // Whether one ramp fits two neighbouring steps as well as they do depends only on the
+    // stretch, and each pair is asked from both sides and again on every pass: thousands of
+    // fits each, computed once.
+    let one_ramp: RefCell<HashMap<(usize, usize, usize, usize), bool>> = RefCell::default();
     loop {
         for (i, slot) in evidence.iter_mut().enumerate() {
             if slot.is_none() {
@@ -193,13 +202,16 @@ pub fn detect_change_points(
                     let (first, second) = (i.min(j), i.max(j));
                     let low = first.checked_sub(1).map_or(0, |k| splits[k]);
                     let high = splits.get(second + 1).copied().unwrap_or(n);
-                    ramps.one_ramp_fits_two_steps(
-                        low,
-                        splits[first],
-                        splits[second],
-                        high,
-                        s.window,
-                    )
+                    let stretch = (low, splits[first], splits[second], high);
+                    *(one_ramp.borrow_mut().entry(stretch)).or_insert_with(|| {
+                        ramps.one_ramp_fits_two_steps(
+                            low,
+                            splits[first],
+                            splits[second],
+                            high,
+                            s.window,
+                        )
+                    })
                 })
         };
         let swinging = || {
@@ -281,167 +293,9 @@ pub fn detect_change_points(
         .collect()
 }
 
-/// The test of one candidate against its neighbourhood.
-#[derive(Debug, Clone)]
-struct Evidence {
-    before: f64,
-    after: f64,
-    p_value: f64,
-    /// The commits the test used: `[window.0, position)` and `[position, window.1)`.
-    window: (usize, usize),
-    confirmed: bool,
-    /// The samples of the commits beside the step gave the p-value (a short history).
-    by_samples: bool,
-    /// The ramp that fits the change clearly better than any step, when it is gradual; None
-    /// until every candidate is confirmed (the fit is O(window²), so only survivors get it).
-    drift: Option<Option<Ramp>>,
-}
-
-struct Confirmation<'a> {
-    values: &'a [f64],
-    /// The observations behind `values`, with their samples.
-    observations: &'a [&'a CommitObservation],
-    direction: Direction,
-    /// The values in units of their noise, short excursions suppressed.
-    standardized: &'a [f64],
-    /// Fits of a ramp to `standardized`, which tell a gradual change from a step.
-    ramps: &'a RampFitter,
-    /// How much better (in squared noise units) a step must fit than a straight line.
-    steppiness: f64,
-    /// The smallest change of level: [`MIN_STEP_IN_NOISE`] × the commit-to-commit noise.
-    smallest_step: SmallestStep,
-    settings: &'a Sensitivity,
-}
-
-impl Confirmation<'_> {
-    fn evidence(&self, splits: &[usize], i: usize) -> Evidence {
-        let s = self.settings;
-        let at = splits[i];
-        let previous = if i == 0 { 0 } else { splits[i - 1] };
-        let next = splits.get(i + 1).copied().unwrap_or(self.values.len());
-        let (left_start, right_end) = (
-            previous.max(at.saturating_sub(s.window)),
-            next.min(at + s.window),
-        );
-        let left = &self.values[left_start..at];
-        let right = &self.values[at..right_end];
-        let before = median_in_place(&mut left.to_vec());
-        let after = median_in_place(&mut right.to_vec());
-        let delta = (after - before).clamp(-f64::MAX, f64::MAX);
-        let change_pct = PercentBase::new(before, after).percent(delta);
-        let mut p_value = for_autocorrelation(
-            mann_whitney(right, left).p_value,
-            significant_correlation(lag_one_correlation(left, right), left, right),
-        );
-        let mut by_samples = false;
-        if p_value >= s.change_point_alpha && fully_separated(left, right) {
-            // Too few commits for the rank test of their values to reach `alpha`, however
-            // clear the step: the samples of the two commits beside it decide.
-            if let Some(p) = self.samples_across(left_start, at).filter(|&p| p < p_value) {
-                p_value = p;
-                by_samples = true;
-            }
-        }
-        // Judged between the neighbours, however far: a drift between two long flat
-        // stretches is a step at that scale, a trend that never settles is not.
-        let steppy =
-            step_beats_line(&self.standardized[previous..next], at - previous) > self.steppiness;
-        let confirmed = delta != 0.0
-            && p_value < s.change_point_alpha
-            && change_pct.abs() >= s.min_effect_pct
-            && self.smallest_step.is_reached(before, after)
-            && steppy;
-        Evidence {
-            before,
-            after,
-            p_value,
-            window: (left_start, right_end),
-            confirmed,
-            by_samples,
-            drift: None,
-        }
-    }
-}
-
-impl Confirmation<'_> {
-    /// The ramp of candidate `i` between its neighbours, when it is gradual.
-    fn drift(&self, splits: &[usize], i: usize) -> Option<Ramp> {
-        let previous = if i == 0 { 0 } else { splits[i - 1] };
-        let next = splits.get(i + 1).copied().unwrap_or(self.values.len());
-        let reach = self.settings.window;
-        drift_around(
-            self.ramps,
-            previous,
-            next,
-            splits[i],
-            reach,
-            self.steppiness,
-        )
-    }
-
-    /// The p-value of the per-commit test (rank test on samples, minimum effect against the
-    /// noise of the commits before) between the commits on either side of `at`, when it calls
-    /// a change: the evidence of a short history whose every commit already sits on its side.
-    fn samples_across(&self, left_start: usize, at: usize) -> Option<f64> {
-        let (before, after) = (self.observations[at - 1], self.observations[at]);
-        let history: Vec<CommitObservation> = self.observations[left_start..at]
-            .iter()
-            .map(|o| CommitObservation::new(o.position, o.value))
-            .collect();
-        let verdict = compare(
-            &before.samples,
-            &after.samples,
-            self.direction,
-            &noise_model(&history),
-            self.settings,
-        );
-        (verdict.kind.is_change() && verdict.method == "mann-whitney")
-            .then_some(verdict.p_value)
-            .flatten()
-    }
-}
-
-/// The smallest change of level reported, on the scale of the series' noise.
-#[derive(Debug, Clone, Copy)]
-enum SmallestStep {
-    /// Between positive values, of the logarithm of after / before: the noise of a timing
-    /// series grows with its level, and after a 50× step its commits differ by thousands of
-    /// nanoseconds where they differed by a few.
-    Ratio(f64),
-    /// Otherwise in the values' unit.
-    Absolute(f64),
-}
-
-impl SmallestStep {
-    fn is_reached(self, before: f64, after: f64) -> bool {
-        match self {
-            SmallestStep::Ratio(log) => (after / before).ln().abs() >= log,
-            SmallestStep::Absolute(size) => (after - before).abs() >= size,
-        }
-    }
-}
-
-/// [`MIN_STEP_IN_NOISE`] × the commit-to-commit noise of the series (`noise_abs` in the
-/// values' unit), measured like the reported noise (see [`tail_matched_sd`]); on the ratio
-/// scale when the series is positive (`logs`).
-fn smallest_step(logs: Option<LogScale>, noise_abs: f64) -> SmallestStep {
-    match logs {
-        Some(mut logs) => {
-            SmallestStep::Ratio(MIN_STEP_IN_NOISE * tail_matched_sd(&mut logs.changes))
-        }
-        None => SmallestStep::Absolute(MIN_STEP_IN_NOISE * noise_abs),
-    }
-}
-
-/// Whether every value of one side lies beyond every value of the other.
-fn fully_separated(left: &[f64], right: &[f64]) -> bool {
-    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    max(left) < min(right) || max(right) < min(left)
-}
-
 mod autocorrelation;
 mod edges;
+mod evidence;
 mod ramp;
 #[cfg(test)]
 mod recorded;

@@ -71,6 +71,21 @@ pub(crate) fn fast_end_spread(samples: &[f64], direction: Direction) -> Option<f
     (location > 0.0).then(|| (width / NORMAL_5_TO_25_PERCENTILE / location).min(f64::MAX))
 }
 
+/// The best of a run's finite `samples` (the fastest time, the highest throughput), when the
+/// run stands for its fast end ([`FAST_END_MIN_SAMPLES`] or more samples). Other work only
+/// slows samples, so no run of some code is faster than that code: a run's best sample bounds
+/// its code's speed even when load slowed every other sample.
+pub(crate) fn best_sample(samples: &[f64], direction: Direction) -> Option<f64> {
+    let finite = samples.iter().copied().filter(|v| v.is_finite());
+    if finite.clone().count() < FAST_END_MIN_SAMPLES {
+        return None;
+    }
+    match direction {
+        Direction::Lower => finite.reduce(f64::min),
+        Direction::Higher => finite.reduce(f64::max),
+    }
+}
+
 /// The distance from the 5th to the 25th percentile of a normal distribution, in standard
 /// deviations.
 const NORMAL_5_TO_25_PERCENTILE: f64 = 1.644_853_626_951 - 0.674_489_750_196;

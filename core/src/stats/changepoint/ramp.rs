@@ -57,56 +57,34 @@ impl RampFitter {
     /// a ramp: nothing before `start`, a linear rise over `[start, start + length)`, the full
     /// height from its last commit on. The line is there so that a step on a trend is still a
     /// step (the line takes the trend) and a trend alone is no ramp. None when the ramp does
-    /// not leave a value on each side.
+    /// not leave a value on each side. (The fits go through [`Self::stretch`].)
+    #[cfg(test)]
     fn rss(&self, low: usize, high: usize, start: usize, length: usize) -> Option<f64> {
-        self.fit(low, high, start, length, true)
+        self.stretch(low, high).fit(start, length, true)
     }
 
-    /// [`Self::rss`], with or without the straight line.
-    fn fit(
-        &self,
-        low: usize,
-        high: usize,
-        start: usize,
-        length: usize,
-        with_line: bool,
-    ) -> Option<f64> {
-        let end = start + length;
-        if start <= low || end >= high || length == 0 {
-            return None;
-        }
-        let n = (high - low) as f64;
-        let m = length as f64;
-        let sum = |a: usize, b: usize| self.sums[b] - self.sums[a];
-        // x counts from `low`, so that the sums stay small and exact.
-        let x_of = |t: usize| (t - low) as f64;
-        let v = sum(low, high);
+    /// The sums over `[low, high)` that every fit of a ramp there shares, computed once for
+    /// the hundreds of ramps tried over one stretch.
+    fn stretch(&self, low: usize, high: usize) -> Stretch<'_> {
+        // An empty stretch fits no ramp (`Stretch::fit` says None before using `n`).
+        let n = high.saturating_sub(low) as f64;
+        let v = self.sums[high] - self.sums[low];
         let vv = self.squares[high] - self.squares[low];
         let xv = self.weighted[high] - self.weighted[low] - low as f64 * v;
         let x = n * (n - 1.0) / 2.0;
         let xx = (n - 1.0) * n * (2.0 * n - 1.0) / 6.0;
-        // The regressor h: 0 before the ramp, k/m on its k-th commit (k = 1..m), 1 after it.
-        let after = (high - end) as f64;
-        let h = (m + 1.0) / 2.0 + after;
-        let hh = (m + 1.0) * (2.0 * m + 1.0) / (6.0 * m) + after;
-        let ramp_weighted = self.weighted[end] - self.weighted[start];
-        let hv = (ramp_weighted - (start as f64 - 1.0) * sum(start, end)) / m + sum(end, high);
-        // Σ x·h: on the ramp x = x(start) − 1 + k; after it, the x of [end, high).
-        let hx = (x_of(start) - 1.0) * (m + 1.0) / 2.0
-            + (m + 1.0) * (2.0 * m + 1.0) / 6.0
-            + (x_of(end) + x_of(high) - 1.0) * after / 2.0;
         let centred = |a: f64, b: f64, ab: f64| ab - a * b / n;
-        let (c_hh, c_xx, c_hx) = (centred(h, h, hh), centred(x, x, xx), centred(h, x, hx));
-        let (c_hv, c_xv, c_vv) = (centred(h, v, hv), centred(x, v, xv), centred(v, v, vv));
-        if !with_line {
-            return Some((c_vv - c_hv * c_hv / c_hh.max(f64::MIN_POSITIVE)).max(0.0));
+        Stretch {
+            fitter: self,
+            low,
+            high,
+            n,
+            v,
+            x,
+            c_xx: centred(x, x, xx),
+            c_xv: centred(x, v, xv),
+            c_vv: centred(v, v, vv),
         }
-        let det = c_hh * c_xx - c_hx * c_hx;
-        if det <= 1e-9 * c_hh * c_xx || c_xx <= 0.0 {
-            return Some(c_vv);
-        }
-        let explained = (c_xx * c_hv * c_hv - 2.0 * c_hx * c_hv * c_xv + c_hh * c_xv * c_xv) / det;
-        Some((c_vv - explained).max(0.0))
     }
 
     /// The best ramp over `[low, high)` that contains the change at `at` (starts at or before
@@ -124,10 +102,11 @@ impl RampFitter {
         let mut step: Option<Ramp> = None;
         let mut ramp: Option<Ramp> = None;
         let better = |best: &Option<Ramp>, rss: f64| best.is_none_or(|b| rss < b.rss);
+        let stretch = self.stretch(low, high);
         // Steps after the change point are candidates too (a step placed a commit or two
         // early by noise is still a step); a ramp starts at the change point or before it.
         for start in first..=last_end {
-            if let Some(rss) = self.rss(low, high, start, 1)
+            if let Some(rss) = stretch.fit(start, 1, true)
                 && better(&step, rss)
             {
                 step = Some(Ramp {
@@ -141,7 +120,7 @@ impl RampFitter {
             }
             for end in (at + 1).max(start + MIN_DRIFT_LENGTH)..=last_end {
                 let length = end - start;
-                if let Some(rss) = self.rss(low, high, start, length)
+                if let Some(rss) = stretch.fit(start, length, true)
                     && better(&ramp, rss)
                 {
                     ramp = Some(Ramp { start, length, rss });
@@ -149,6 +128,65 @@ impl RampFitter {
             }
         }
         (step, ramp)
+    }
+}
+
+/// The shared sums of one stretch `[low, high)` (see [`RampFitter::stretch`]).
+struct Stretch<'a> {
+    fitter: &'a RampFitter,
+    low: usize,
+    high: usize,
+    n: f64,
+    v: f64,
+    x: f64,
+    c_xx: f64,
+    c_xv: f64,
+    c_vv: f64,
+}
+
+impl Stretch<'_> {
+    /// The residual sum of squares of the best fit over the stretch of a straight line
+    /// (`with_line`, else a level) plus a ramp: nothing before `start`, a linear rise over
+    /// `[start, start + length)`, the full height from its last commit on. The line is there
+    /// so that a step on a trend is still a step (the line takes the trend) and a trend alone
+    /// is no ramp. None when the ramp does not leave a value on each side.
+    fn fit(&self, start: usize, length: usize, with_line: bool) -> Option<f64> {
+        let (low, high, n) = (self.low, self.high, self.n);
+        let end = start + length;
+        if start <= low || end >= high || length == 0 {
+            return None;
+        }
+        let f = self.fitter;
+        let m = length as f64;
+        let sum = |a: usize, b: usize| f.sums[b] - f.sums[a];
+        // x counts from `low`, so that the sums stay small and exact.
+        let x_of = |t: usize| (t - low) as f64;
+        // The regressor h: 0 before the ramp, k/m on its k-th commit (k = 1..m), 1 after it.
+        let after = (high - end) as f64;
+        let h = (m + 1.0) / 2.0 + after;
+        let hh = (m + 1.0) * (2.0 * m + 1.0) / (6.0 * m) + after;
+        let ramp_weighted = f.weighted[end] - f.weighted[start];
+        let hv = (ramp_weighted - (start as f64 - 1.0) * sum(start, end)) / m + sum(end, high);
+        // Σ x·h: on the ramp x = x(start) − 1 + k; after it, the x of [end, high).
+        let hx = (x_of(start) - 1.0) * (m + 1.0) / 2.0
+            + (m + 1.0) * (2.0 * m + 1.0) / 6.0
+            + (x_of(end) + x_of(high) - 1.0) * after / 2.0;
+        let centred = |a: f64, b: f64, ab: f64| ab - a * b / n;
+        let (c_hh, c_hx, c_hv) = (
+            centred(h, h, hh),
+            centred(h, self.x, hx),
+            centred(h, self.v, hv),
+        );
+        let (c_xx, c_xv, c_vv) = (self.c_xx, self.c_xv, self.c_vv);
+        if !with_line {
+            return Some((c_vv - c_hv * c_hv / c_hh.max(f64::MIN_POSITIVE)).max(0.0));
+        }
+        let det = c_hh * c_xx - c_hx * c_hx;
+        if det <= 1e-9 * c_hh * c_xx || c_xx <= 0.0 {
+            return Some(c_vv);
+        }
+        let explained = (c_xx * c_hv * c_hv - 2.0 * c_hx * c_hv * c_xv + c_hh * c_xv * c_xv) / det;
+        Some((c_vv - explained).max(0.0))
     }
 }
 
@@ -171,9 +209,11 @@ impl RampFitter {
         let squares = self.squares[high] - self.squares[low];
         let two_steps = squares - level(low, first) - level(first, second) - level(second, high);
         let starts = first.saturating_sub(reach).max(low + 1)..=first;
+        let stretch = self.stretch(low, high);
         starts.into_iter().any(|start| {
             (second + 1..=(second + reach).min(high.saturating_sub(1))).any(|end| {
-                self.fit(low, high, start, end - start, false)
+                stretch
+                    .fit(start, end - start, false)
                     .is_some_and(|rss| rss <= two_steps)
             })
         })

@@ -90,3 +90,105 @@ fn a_shift_smaller_than_the_noise_between_neighbours_is_no_change_point() {
     );
     assert_eq!(found, Vec::new());
 }
+
+/// The real `hex` timings of the verdict benchmark (`core/benches/verdicts/real_hex.txt`).
+const REAL_HEX: &str = include_str!("../../../benches/verdicts/real_hex.txt");
+
+/// The runs of one recorded history and benchmark, as observations of the time (ns) or of
+/// the throughput (bytes/s of 1 KiB), each standing for its fast end.
+fn recorded_runs(load: &str, bench: &str, direction: Direction) -> Vec<CommitObservation> {
+    (REAL_HEX.lines())
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() == 6 && f[0] == load && f[1] == "versions" && f[4] == bench)
+        .enumerate()
+        .map(|(i, f)| {
+            let ns = f[5].split(',').map(|v| v.parse::<f64>().unwrap());
+            let samples = match direction {
+                Direction::Lower => ns.collect(),
+                Direction::Higher => ns.map(|ns| 1024.0 * 1e9 / ns).collect(),
+            };
+            CommitObservation::from_run(i, samples, direction)
+        })
+        .collect()
+}
+
+/// `as-found-2`, hex `encode` of 1 KiB: ten commits of 0.3.2, thirty of 0.4.x (the 0.4.0
+/// slowdown at 10), ten with the deliberate slowdown (40–49, about 3.3k → 4.9k ns), ten
+/// reverting it. Other work slowed 29 of the 30 samples of commit 38 (fastest 3,144 ns, the
+/// next 4,170), so its fast end (4,968 ns) sits at the slow level; the filter then took
+/// commit 39 (3,371 ns) for a spike inside the new level, and the slowdown was placed at
+/// commit 38, two early. Commit 38's and 39's best samples lie at the old level: they ran the
+/// old code, and the step is at 40.
+#[test]
+fn a_step_is_placed_where_the_runs_best_samples_change_level() {
+    for direction in [Direction::Lower, Direction::Higher] {
+        let runs = recorded_runs("as-found-2", "encode", direction);
+        assert_eq!(runs.len(), 60);
+        let found = detect_change_points(&runs, direction, &Sensitivity::default());
+        let steps: Vec<(usize, VerdictKind)> = found.iter().map(|c| (c.position, c.kind)).collect();
+        assert_eq!(
+            steps,
+            [
+                (10, VerdictKind::Regression),
+                (40, VerdictKind::Regression),
+                (50, VerdictKind::Improvement)
+            ],
+            "{direction:?}: {found:#?}"
+        );
+    }
+}
+
+/// The mirror case: a speed-up whose first runs were slowed by load at their fast end but not
+/// at their best sample is placed at its first run, not where the fast ends come down.
+#[test]
+fn a_speed_up_is_placed_at_the_first_run_whose_best_sample_is_at_the_new_level() {
+    // 30 samples a run, spread about 1 % at the fast end: 1000, 1001, ... 1029 (× level).
+    let run = |level: f64| {
+        (0..30)
+            .map(|k| level * (1.0 + 0.001 * f64::from(k)))
+            .collect()
+    };
+    let loaded = |level: f64, load: f64| {
+        let mut samples: Vec<f64> = run(level * load);
+        samples[0] = level;
+        samples
+    };
+    let mut runs: Vec<Vec<f64>> = (0..15).map(|i| run(1000.0 + f64::from(i % 3))).collect();
+    // The speed-up lands at run 15; load slows all but one sample of its first run.
+    runs.push(loaded(600.0, 1.6));
+    runs.extend((0..14).map(|i| run(600.0 + f64::from(i % 3))));
+    let observations: Vec<CommitObservation> = (runs.into_iter().enumerate())
+        .map(|(i, samples)| CommitObservation::from_run(i, samples, Direction::Lower))
+        .collect();
+    let found = detect_change_points(&observations, Direction::Lower, &Sensitivity::default());
+    let steps: Vec<(usize, VerdictKind)> = found.iter().map(|c| (c.position, c.kind)).collect();
+    assert_eq!(steps, [(15, VerdictKind::Improvement)], "{found:#?}");
+}
+
+/// A step small against how much the runs' best samples differ from run to run is left where
+/// the values put it: here the best samples of runs of the same code differ by about 3 %, the
+/// step is 10 %, and the first run of the slower code has one sample 10 % faster than its
+/// fast end, past the midpoint of the two levels' best samples but not past it by 3 robust
+/// standard deviations of them.
+#[test]
+fn a_lucky_best_sample_does_not_move_a_step_small_against_the_best_samples_spread() {
+    let best_sample_luck = [0.0, 0.04, 0.08, 0.02, 0.06];
+    let run = |i: usize, level: f64| -> Vec<f64> {
+        let base = level * (1.0 + 0.003 * (i % 3) as f64);
+        let mut samples: Vec<f64> = (1..30)
+            .map(|k| base * (1.0 + 0.002 * f64::from(k)))
+            .collect();
+        samples.push(base * (1.0 - best_sample_luck[i % 5]));
+        samples
+    };
+    let mut runs: Vec<Vec<f64>> = (0..20).map(|i| run(i, 1000.0)).collect();
+    runs.extend((20..35).map(|i| run(i, 1100.0)));
+    // The first run of the slower code: one sample at 990, below the old code's fast end.
+    *runs[20].last_mut().unwrap() = 990.0;
+    let observations: Vec<CommitObservation> = (runs.into_iter().enumerate())
+        .map(|(i, samples)| CommitObservation::from_run(i, samples, Direction::Lower))
+        .collect();
+    let found = detect_change_points(&observations, Direction::Lower, &Sensitivity::default());
+    let steps: Vec<(usize, VerdictKind)> = found.iter().map(|c| (c.position, c.kind)).collect();
+    assert_eq!(steps, [(20, VerdictKind::Regression)], "{found:#?}");
+}
