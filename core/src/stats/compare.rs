@@ -84,8 +84,11 @@ pub fn compare(
     // the samples' too. Each is taken at its upper confidence bound.
     let scale = Scale::new(baseline, value);
     let mut threshold = scale.floor(s.min_effect_pct);
+    // The largest estimate itself, not at its bound: what a short history can tell apart.
+    let mut typical = threshold;
     let mut widest = f64::NEG_INFINITY;
     for estimate in [history, samples_estimate].into_iter().flatten() {
+        typical = typical.max(scale.margin(estimate.sd));
         let k = upper_bound_multiplier(s.noise_multiplier, estimate.df);
         let margin = scale.margin(k * estimate.sd);
         if margin > widest {
@@ -147,11 +150,6 @@ pub fn compare(
     // A short history's threshold is its noise at a wide upper bound. A change that is
     // significant and larger than the noise itself, but not than that bound, is one the history
     // cannot yet tell from noise: "no change" would claim more than the data shows.
-    let typical = [history, samples_estimate]
-        .into_iter()
-        .flatten()
-        .map(|e| scale.margin(e.sd))
-        .fold(scale.floor(s.min_effect_pct), f64::max);
     let undecided = young
         && !large
         && delta != 0.0

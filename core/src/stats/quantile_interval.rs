@@ -30,31 +30,32 @@ pub fn quantile_difference_interval(
 /// The order statistics that bracket the `fraction` quantile of `samples` with probability at
 /// least `confidence` (or the sample's extremes, when it is too small for that).
 fn quantile_interval(samples: &[f64], fraction: f64, confidence: f64) -> Option<(f64, f64)> {
-    let fraction = fraction.clamp(0.0, 1.0);
-    if fraction > 0.5 {
-        // The upper quantiles of x are the lower ones of -x: the binomial sums stay short.
-        let negated: Vec<f64> = samples.iter().map(|v| -v).collect();
-        let (low, high) = quantile_interval(&negated, 1.0 - fraction, confidence)?;
-        return Some((-high, -low));
-    }
     let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
     if sorted.is_empty() {
         return None;
     }
     sorted.sort_unstable_by(f64::total_cmp);
     let n = sorted.len();
+    // An upper quantile is a lower one counted from the top: the binomial sums stay short.
+    let fraction = fraction.clamp(0.0, 1.0);
+    let from_top = fraction > 0.5;
+    let p = if from_top { 1.0 - fraction } else { fraction };
     let tail = (1.0 - confidence) / 2.0;
-    let cdf = binomial_cdf_until(n, fraction, 1.0 - tail);
+    let cdf = binomial_cdf_until(n, p, 1.0 - tail);
     let at_most = |k: usize| cdf.get(k).copied().unwrap_or(1.0);
-    // The quantile lies above the k-th smallest sample (1-based) unless fewer than k samples
-    // fall below it: P(B ≤ k - 1). The lower end is the largest k with that at most `tail`.
-    let lower = (1..=n)
+    // The quantile lies beyond the k-th sample from its end (1-based) unless fewer than k
+    // samples fall before it: P(B ≤ k - 1). The near end is the largest k with that at most
+    // `tail`; the far end the smallest k with P(B ≥ k) = 1 - P(B ≤ k - 1) at most `tail`.
+    let near = (1..=n)
         .take_while(|&k| at_most(k - 1) <= tail)
         .last()
         .unwrap_or(1);
-    // It lies below the k-th smallest unless k or more fall below it: P(B ≥ k) = 1 - P(B ≤ k-1).
-    let upper = (1..=n).find(|&k| 1.0 - at_most(k - 1) <= tail).unwrap_or(n);
-    Some((sorted[lower - 1], sorted[upper - 1]))
+    let far = (1..=n).find(|&k| 1.0 - at_most(k - 1) <= tail).unwrap_or(n);
+    Some(if from_top {
+        (sorted[n - far], sorted[n - near])
+    } else {
+        (sorted[near - 1], sorted[far - 1])
+    })
 }
 
 /// P(B ≤ k) for k = 0, 1, … until it reaches `enough` (later values count as 1), B binomial
