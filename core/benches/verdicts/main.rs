@@ -5,6 +5,7 @@
 //! Deterministic: every series comes from a fixed seed, and nothing here or in kymo's
 //! statistics uses unseeded randomness.
 
+mod backfill;
 mod generator;
 mod methods;
 mod real;
@@ -220,6 +221,7 @@ fn main() -> ExitCode {
     });
 
     let (young_recall, young_false) = young::evaluate();
+    let (backfill_recall, backfill_false) = backfill::evaluate();
     let (real_recall, real_false, real_slowdown) = real::evaluate();
 
     sweep::sweep(&scenarios);
@@ -286,6 +288,20 @@ fn main() -> ExitCode {
         (
             format!("young series: false findings per 100 unchanged heads ≤ 1: {young_false:.2}"),
             young_false <= 1.0,
+        ),
+        (
+            format!(
+                "backfilled young histories: steps of 30–100 % after 3–4 commits found at their \
+                 commit ≥ 0.7: {backfill_recall:.3}"
+            ),
+            backfill_recall >= 0.7,
+        ),
+        (
+            format!(
+                "backfilled young histories: false findings per 100 unchanged ≤ 1: \
+                 {backfill_false:.2}"
+            ),
+            backfill_false <= 1.0,
         ),
         (
             format!(

@@ -37,7 +37,7 @@ impl Case {
 }
 
 /// One commit's samples: a run level with run-to-run noise `cv`, and `n` samples around it.
-fn run(rng: &mut Rng, level: f64, cv: f64, n: usize) -> Vec<f64> {
+pub fn run(rng: &mut Rng, level: f64, cv: f64, n: usize) -> Vec<f64> {
     let center = level * (1.0 + cv * rng.normal());
     (0..n).map(|_| center * (1.0 + cv * rng.normal())).collect()
 }

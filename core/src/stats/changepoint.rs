@@ -24,6 +24,7 @@ use serde::Serialize;
 use crate::model::Direction;
 
 use super::distribution::normal_quantile;
+use super::early::detect_early_change;
 use super::mann_whitney::shift_interval;
 use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median};
@@ -84,7 +85,29 @@ pub struct ChangePoint {
 
 /// Finds the changes of level in `series` (oldest first). Observations with a non-finite
 /// value are skipped; positions still index `series`. Deterministic and O(n log n).
+///
+/// A step with fewer than `min_segment_len` commits before it, at the start of the history,
+/// is judged as in [`detect_early_change`]: a history measured after the fact may hold one
+/// that was never the newest commit.
 pub fn detect_change_points(
+    series: &[CommitObservation],
+    direction: Direction,
+    sensitivity: &Sensitivity,
+) -> Vec<ChangePoint> {
+    let mut found = segmented_changes(series, direction, sensitivity);
+    let first = found.first().map_or(series.len(), |c| c.position);
+    if let Some(early) = detect_early_change(&series[..first], direction, sensitivity) {
+        if let Some(next) = found.first_mut() {
+            next.segment_before = next.position - early.position;
+        }
+        found.insert(0, early);
+    }
+    found
+}
+
+/// The changes of level that binary segmentation finds and the rank test confirms, each with
+/// at least `min_segment_len` commits on either side.
+fn segmented_changes(
     series: &[CommitObservation],
     direction: Direction,
     sensitivity: &Sensitivity,

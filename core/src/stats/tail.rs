@@ -16,6 +16,7 @@ use crate::model::Direction;
 
 use super::changepoint::ChangePoint;
 use super::compare::compare;
+use super::early::pooled_samples;
 use super::noise::{CommitObservation, noise_model};
 use super::sensitivity::Sensitivity;
 
@@ -38,16 +39,7 @@ pub fn detect_tail_change(
         let base = &segment[split.saturating_sub(s.window)..split];
         let head = &segment[split..];
         let base_values: Vec<f64> = base.iter().map(|o| o.value).collect();
-        let head_samples: Vec<f64> = head
-            .iter()
-            .flat_map(|o| {
-                if o.samples.is_empty() {
-                    vec![o.value]
-                } else {
-                    o.samples.clone()
-                }
-            })
-            .collect();
+        let head_samples = pooled_samples(head);
         let verdict = compare(
             &base_values,
             &head_samples,

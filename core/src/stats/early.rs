@@ -1,0 +1,113 @@
+//! The first commits of a series: a step too early for change-point detection.
+//!
+//! [`detect_change_points`](super::detect_change_points) needs `min_segment_len` commits on
+//! each side of a change, and [`detect_tail_change`](super::detect_tail_change) needs as many
+//! before the newest commits. A history measured after the fact (a backfill of published
+//! versions) can hold a step with only three or four commits before it that was never the
+//! newest commit, so neither would ever report it, although every run's samples show it.
+//!
+//! Here a step after the first [`MIN_COMMITS_BEFORE`] to `min_segment_len − 1` commits is
+//! judged by the per-commit test ([`compare()`]) between the samples of the commits before it
+//! and those of the commits at the new level, against the noise of that young history measured
+//! within its segments (so the step itself is not counted as noise). As for the newest
+//! commits, every commit before must sit on the old side of the midpoint between the two
+//! levels and every commit of the new level past it; a new level of one commit is a spike
+//! unless it is the newest commit (then the finding is provisional, as at the tail).
+
+use crate::model::Direction;
+
+use super::changepoint::ChangePoint;
+use super::compare::compare;
+use super::noise::{CommitObservation, noise_model};
+use super::robust::median;
+use super::sensitivity::Sensitivity;
+
+/// Fewest commits before a step for it to be judged: two runs of the same code give one
+/// commit-to-commit change, three give two, the fewest a spread can be told from.
+pub const MIN_COMMITS_BEFORE: usize = 3;
+
+/// Finds a step after the first few commits of `segment` (a history from its first commit up
+/// to its first change point, oldest first). Positions of the result index `segment`.
+pub fn detect_early_change(
+    segment: &[CommitObservation],
+    direction: Direction,
+    sensitivity: &Sensitivity,
+) -> Option<ChangePoint> {
+    let s = sensitivity.sanitized();
+    let last_split = s.min_segment_len.min(segment.len());
+    (MIN_COMMITS_BEFORE..last_split).find_map(|split| step_at(segment, split, direction, &s))
+}
+
+/// The step between `segment[..split]` and the commits from `split` on that share its new level.
+fn step_at(
+    segment: &[CommitObservation],
+    split: usize,
+    direction: Direction,
+    s: &Sensitivity,
+) -> Option<ChangePoint> {
+    let base = &segment[..split];
+    let old_level = median(&base.iter().map(|o| o.value).collect::<Vec<_>>());
+    let new_level = segment[split].value;
+    let midpoint = (old_level + new_level) / 2.0;
+    let past = |v: f64, to: f64| (v - midpoint) * (to - midpoint) > 0.0;
+    let level_len = segment[split..]
+        .iter()
+        .take(s.window)
+        .take_while(|o| past(o.value, new_level))
+        .count();
+    let end = split + level_len;
+    if level_len == 0 || (level_len == 1 && end < segment.len()) {
+        return None;
+    }
+    let head = &segment[split..end];
+    let verdict = compare(
+        &pooled_samples(base),
+        &pooled_samples(head),
+        direction,
+        &noise_model(&segment[..end]),
+        s,
+    );
+    // A commit's value alone cannot tell a spike from a step: only samples enough for the
+    // rank test (five or more on each side) make a change this early.
+    if !verdict.kind.is_change() || verdict.method != "mann-whitney" {
+        return None;
+    }
+    let midpoint = (verdict.baseline + verdict.value) / 2.0;
+    let past = |v: f64, to: f64| (v - midpoint) * (to - midpoint) > 0.0;
+    let separated = base.iter().all(|o| past(o.value, verdict.baseline))
+        && head.iter().all(|o| past(o.value, verdict.value));
+    separated.then(|| ChangePoint {
+        position: split,
+        span: 1,
+        kind: verdict.kind,
+        before: verdict.baseline,
+        after: verdict.value,
+        change_pct: verdict.change_pct,
+        ci_low_pct: verdict.ci_low_pct,
+        ci_high_pct: verdict.ci_high_pct,
+        p_value: verdict.p_value.unwrap_or(1.0),
+        noise_pct: verdict.noise_pct,
+        segment_before: split,
+        segment_after: level_len,
+        evidence_before: base.len(),
+        evidence_after: head.len(),
+        method: "first-commits+per-commit-test",
+    })
+}
+
+/// Every sample of `commits`, or the value of a commit that reported none.
+pub(super) fn pooled_samples(commits: &[CommitObservation]) -> Vec<f64> {
+    commits
+        .iter()
+        .flat_map(|o| {
+            if o.samples.is_empty() {
+                vec![o.value]
+            } else {
+                o.samples.clone()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

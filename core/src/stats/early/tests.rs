@@ -1,0 +1,99 @@
+use super::*;
+use crate::stats::VerdictKind;
+use crate::stats::synthetic::Rng;
+
+/// A run of 75 timings whose fastest lie at `level` and whose rest are slowed by up to
+/// `slowdown` (a fraction), as a loaded machine slows some samples and never speeds any.
+fn run(rng: &mut Rng, position: usize, level: f64, slowdown: f64) -> CommitObservation {
+    let samples: Vec<f64> = (0..75)
+        .map(|_| level * (1.0 + 0.003 * rng.normal().abs() + slowdown * rng.uniform().powi(3)))
+        .collect();
+    let value = crate::stats::run_location(&samples, Direction::Lower);
+    CommitObservation {
+        position,
+        value,
+        samples,
+    }
+}
+
+fn history(seed: u64, levels: &[f64]) -> Vec<CommitObservation> {
+    let mut rng = Rng::new(seed);
+    (levels.iter().enumerate())
+        .map(|(i, &level)| run(&mut rng, i, level, 0.1))
+        .collect()
+}
+
+fn early(series: &[CommitObservation]) -> Option<ChangePoint> {
+    detect_early_change(series, Direction::Lower, &Sensitivity::default())
+}
+
+#[test]
+fn a_step_after_four_commits_of_a_backfilled_history_is_found_at_its_commit() {
+    // The hex trial's encode/16KiB at load 1.3: 0.3.1, docs, 0.3.2 (6 % faster), docs, then
+    // 0.4.0 at +47 %, its docs commit, 0.4.1 (−22 %), docs, 0.4.3 (back up), docs.
+    let levels = [66.4, 66.7, 62.3, 62.7, 92.3, 92.1, 72.2, 71.8, 92.4, 92.1];
+    let change = early(&history(1, &levels)).expect("the 0.4.0 slowdown");
+    assert_eq!(change.position, 4);
+    assert_eq!(change.kind, VerdictKind::Regression);
+    assert_eq!((change.segment_before, change.segment_after), (4, 2));
+    assert!((40.0..55.0).contains(&change.change_pct), "{change:?}");
+    assert_eq!(change.method, "first-commits+per-commit-test");
+}
+
+#[test]
+fn three_commits_before_are_enough_and_faster_is_an_improvement() {
+    let levels = [100.0, 101.0, 99.5, 60.0, 60.5, 59.8, 60.2, 60.1];
+    let change = early(&history(2, &levels)).expect("a 40 % speed-up");
+    assert_eq!(change.position, 3);
+    assert_eq!(change.kind, VerdictKind::Improvement);
+}
+
+#[test]
+fn a_spike_of_one_commit_inside_the_history_is_no_step() {
+    let levels = [100.0, 101.0, 99.5, 100.5, 150.0, 100.2, 99.9, 100.4];
+    assert_eq!(early(&history(3, &levels)), None);
+}
+
+#[test]
+fn the_newest_commit_at_a_new_level_is_a_provisional_step_once_the_noise_is_known() {
+    // Five changes are the fewest among which a step is told from noise, so a step with four
+    // commits before waits for one more commit; with five before it is the tail's.
+    let step_at_head = [100.0, 101.0, 99.5, 100.5, 150.0];
+    assert_eq!(early(&history(4, &step_at_head)), None);
+    let one_more = [100.0, 101.0, 99.5, 100.5, 150.0, 150.5];
+    let change = early(&history(4, &one_more)).expect("two commits at the new level");
+    assert_eq!((change.position, change.segment_after), (4, 2));
+}
+
+#[test]
+fn quiet_histories_and_runs_of_the_same_code_far_apart_get_no_finding() {
+    let mut rng = Rng::new(5);
+    for seed in 0..200 {
+        let levels: Vec<f64> = (0..10)
+            .map(|_| 100.0 * (1.0 + 0.01 * rng.normal()))
+            .collect();
+        assert_eq!(
+            early(&history(seed, &levels)),
+            None,
+            "seed {seed}: {levels:?}"
+        );
+    }
+    // The hex trial at load 10–15: runs of the same code 22 % apart, then +64 %. The history
+    // cannot tell that from noise, so it says nothing (the per-commit verdict says why).
+    let loaded = [
+        80.9, 69.7, 84.7, 63.4, 104.2, 102.7, 110.5, 113.4, 111.8, 93.8,
+    ];
+    assert_eq!(early(&history(6, &loaded)), None);
+}
+
+#[test]
+fn values_without_samples_and_short_histories_say_nothing() {
+    let values: Vec<CommitObservation> = [100.0, 100.0, 100.0, 100.0, 150.0, 150.0, 150.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| CommitObservation::new(i, v))
+        .collect();
+    assert_eq!(early(&values), None);
+    assert_eq!(early(&history(7, &[100.0, 100.0, 150.0])), None);
+    assert_eq!(early(&[]), None);
+}
