@@ -26,6 +26,12 @@ use super::sensitivity::Sensitivity;
 /// commit-to-commit change, three give two, the fewest a spread can be told from.
 pub const MIN_COMMITS_BEFORE: usize = 3;
 
+/// Fewest commits the noise is measured over, before and at the new level together. The
+/// step being tested is the largest change among them by selection, so it is told from noise
+/// (and left out of it) only among five changes or more; among four, three small changes by
+/// luck would make any change of a quiet history look like a step.
+const MIN_NOISE_COMMITS: usize = 6;
+
 /// Finds a step after the first few commits of `segment` (a history from its first commit up
 /// to its first change point, oldest first). Positions of the result index `segment`.
 pub fn detect_early_change(
@@ -56,7 +62,7 @@ fn step_at(
         .take_while(|o| past(o.value, new_level))
         .count();
     let end = split + level_len;
-    if level_len == 0 || (level_len == 1 && end < segment.len()) {
+    if level_len == 0 || (level_len == 1 && end < segment.len()) || end < MIN_NOISE_COMMITS {
         return None;
     }
     let head = &segment[split..end];

@@ -56,8 +56,8 @@ fn a_spike_of_one_commit_inside_the_history_is_no_step() {
 
 #[test]
 fn the_newest_commit_at_a_new_level_is_a_provisional_step_once_the_noise_is_known() {
-    // Five changes are the fewest among which a step is told from noise, so a step with four
-    // commits before waits for one more commit; with five before it is the tail's.
+    // The noise is measured over six commits or more, so a step with four commits before
+    // waits for one more commit; with five before it is the tail's.
     let step_at_head = [100.0, 101.0, 99.5, 100.5, 150.0];
     assert_eq!(early(&history(4, &step_at_head)), None);
     let one_more = [100.0, 101.0, 99.5, 100.5, 150.0, 150.5];
