@@ -296,3 +296,30 @@ async fn html(app: &TestApp, path: &str) -> String {
     assert_eq!(status, StatusCode::OK, "{path}");
     page.as_str().unwrap().to_owned()
 }
+
+#[tokio::test]
+async fn a_backfilled_step_after_four_commits_is_filed_at_its_commit() {
+    // The hex trial's encode times (µs) at load 1.3: 0.3.1, docs, 0.3.2, docs, 0.4.0 (+47 %),
+    // docs, 0.4.1, docs, 0.4.3, docs. Backfilled newest first, so 0.4.0 is never the newest
+    // commit, and it has four commits before it, one fewer than a change point's segment.
+    let levels = [66.4, 66.7, 62.3, 62.7, 92.3, 92.1, 72.2, 71.8, 92.4, 92.1];
+    let (app, _repo, shas) = repository_r(levels.len()).await;
+    for (i, sha) in shas.iter().enumerate().rev() {
+        let (status, answer) = app
+            .post("/api/v1/repos/r/results", &upload(sha, levels[i], i))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let (_, found) = app.get("/api/v1/repos/r/regressions").await;
+    let found = found.as_array().unwrap().clone();
+    let [step] = found.as_slice() else {
+        panic!("one regression expected: {found:#?}");
+    };
+    assert_eq!(step["benchmark"], "parse");
+    assert_eq!(step["sha"], shas[4].as_str());
+    assert_eq!(step["previous_sha"], shas[3].as_str());
+    assert_eq!(step["method"], "first-commits+per-commit-test");
+    assert_eq!(step["segment_before"], 4);
+    let change = step["change_pct"].as_f64().unwrap();
+    assert!((40.0..55.0).contains(&change), "{step:#}");
+}
