@@ -35,12 +35,16 @@ impl Case {
     }
 }
 
-/// Whether the analysis of one backfilled history is right: for a step, a finding at its
-/// commit in its direction; otherwise no finding at all.
-fn analysis_right(rng: &mut Rng, case: Case, commits: usize) -> bool {
+/// Samples per commit of the generated runs.
+const SAMPLES: [usize; 5] = [1, 3, 5, 10, 30];
+
+/// Whether the analysis of one backfilled history is right (for a step, a finding at its
+/// commit in its direction; otherwise no finding at all), and which of [`SAMPLES`] it had.
+fn analysis_right(rng: &mut Rng, case: Case, commits: usize) -> (bool, usize) {
     let level = rng.log_range(1e2, 1e6);
     let cv = rng.log_range(0.005, 0.03);
-    let n = [1, 3, 5, 10, 30][rng.below(5)];
+    let which = rng.below(SAMPLES.len());
+    let n = SAMPLES[which];
     let step_at = 3 + rng.below(2);
     let spike_at = 1 + rng.below(commits - 2);
     let rise = rng.coin(0.5);
@@ -57,12 +61,13 @@ fn analysis_right(rng: &mut Rng, case: Case, commits: usize) -> bool {
         })
         .collect();
     let found = detect_change_points(&series, Direction::Lower, &Sensitivity::default());
-    match case {
+    let right = match case {
         Case::LargeStep => found
             .iter()
             .any(|c| c.position == step_at && (c.after > c.before) == rise),
         _ => found.is_empty(),
-    }
+    };
+    (right, which)
 }
 
 /// Prints the backfilled-history table; returns (recall of large steps with 5 or more
@@ -77,14 +82,21 @@ pub fn evaluate() -> (f64, f64) {
     println!("| case | 6 | 7 | 8 | 9 | 10 | all |");
     println!("|---|---|---|---|---|---|---|");
     let (mut found, mut falsely) = ((0, 0), (0, 0));
+    let mut steps_by_samples = [(0, 0); SAMPLES.len()];
     for (c, case) in Case::ALL.into_iter().enumerate() {
         let mut cells = Vec::new();
         let (mut right, mut total) = (0, 0);
         for commits in 6..=10 {
             let mut rng = Rng::new(91_000 + 1000 * c as u64 + commits as u64);
-            let hits = (0..SERIES)
-                .filter(|_| analysis_right(&mut rng, case, commits))
-                .count();
+            let mut hits = 0;
+            for _ in 0..SERIES {
+                let (right, which) = analysis_right(&mut rng, case, commits);
+                hits += usize::from(right);
+                if case == Case::LargeStep {
+                    steps_by_samples[which].0 += usize::from(right);
+                    steps_by_samples[which].1 += 1;
+                }
+            }
             cells.push(format!("{:.2}", hits as f64 / SERIES as f64));
             right += hits;
             total += SERIES;
@@ -100,7 +112,13 @@ pub fn evaluate() -> (f64, f64) {
             _ => falsely = (falsely.0 + total - right, falsely.1 + total),
         }
     }
-    println!();
+    let by_samples: Vec<String> = (SAMPLES.iter().zip(steps_by_samples))
+        .map(|(n, (right, total))| format!("{n}: {:.2}", right as f64 / total as f64))
+        .collect();
+    println!(
+        "\nLarge steps found by samples per commit: {}.\n",
+        by_samples.join(", ")
+    );
     (
         found.0 as f64 / found.1 as f64,
         100.0 * falsely.0 as f64 / falsely.1 as f64,
