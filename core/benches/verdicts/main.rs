@@ -296,9 +296,9 @@ fn main() -> ExitCode {
         (
             format!(
                 "backfilled young histories: steps of 30–100 % after 3–4 commits found at their \
-                 commit ≥ 0.7: {backfill_recall:.3}"
+                 commit ≥ 0.9: {backfill_recall:.3}"
             ),
-            backfill_recall >= 0.7,
+            backfill_recall >= 0.9,
         ),
         (
             format!(

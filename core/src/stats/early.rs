@@ -21,6 +21,7 @@ use super::compare::compare;
 use super::noise::{CommitObservation, noise_model};
 use super::robust::median;
 use super::sensitivity::Sensitivity;
+use super::threshold::upper_bound_multiplier;
 
 /// Fewest commits before a step for it to be judged: two runs of the same code give one
 /// commit-to-commit change, three give two, the fewest a spread can be told from.
@@ -54,12 +55,10 @@ fn step_at(
     let base = &segment[..split];
     let old_level = median(&base.iter().map(|o| o.value).collect::<Vec<_>>());
     let new_level = segment[split].value;
-    let midpoint = (old_level + new_level) / 2.0;
-    let past = |v: f64, to: f64| (v - midpoint) * (to - midpoint) > 0.0;
     let level_len = segment[split..]
         .iter()
         .take(s.window)
-        .take_while(|o| past(o.value, new_level))
+        .take_while(|o| on_side_of(o.value, new_level, old_level))
         .count();
     let end = split + level_len;
     if level_len == 0 || (level_len == 1 && end < segment.len()) || end < MIN_NOISE_COMMITS {
@@ -73,15 +72,17 @@ fn step_at(
         &noise_model(&segment[..end]),
         s,
     );
-    // A commit's value alone cannot tell a spike from a step: only samples enough for the
-    // rank test (five or more on each side) make a change this early.
-    if !verdict.kind.is_change() || verdict.method != "mann-whitney" {
+    // One commit's value alone cannot tell a spike from a step: a new level of one commit
+    // needs samples enough for the rank test (five or more on each side). Two or more commits
+    // at the new level are a step however they were measured (instruction counts, for one,
+    // come one value a commit and do not vary).
+    let sampled = verdict.method == "mann-whitney";
+    if !verdict.kind.is_change() || !(sampled || level_len >= 2 && outstanding(base, head, s)) {
         return None;
     }
-    let midpoint = (verdict.baseline + verdict.value) / 2.0;
-    let past = |v: f64, to: f64| (v - midpoint) * (to - midpoint) > 0.0;
-    let separated = base.iter().all(|o| past(o.value, verdict.baseline))
-        && head.iter().all(|o| past(o.value, verdict.value));
+    let (before, after) = (verdict.baseline, verdict.value);
+    let separated = base.iter().all(|o| on_side_of(o.value, before, after))
+        && head.iter().all(|o| on_side_of(o.value, after, before));
     separated.then(|| ChangePoint {
         position: split,
         span: 1,
@@ -99,6 +100,35 @@ fn step_at(
         evidence_after: head.len(),
         method: "first-commits+per-commit-test",
     })
+}
+
+/// Without samples, whether the step between `base` and `head` (positive values) is larger than
+/// every change between neighbouring commits on either side of it, times `noise_multiplier` at
+/// its upper confidence bound for that many changes. The noise of a few changes is otherwise
+/// known only from those few, and the tested step was chosen as the largest: values within
+/// ±0.5 % made a +0.5 % "step" after three commits whose five other changes happened to be
+/// small.
+fn outstanding(base: &[CommitObservation], head: &[CommitObservation], s: &Sensitivity) -> bool {
+    let logs = |side: &[CommitObservation]| -> Option<Vec<f64>> {
+        side.iter()
+            .map(|o| (o.value > 0.0).then(|| o.value.ln()))
+            .collect()
+    };
+    let (Some(before), Some(after)) = (logs(base), logs(head)) else {
+        return false;
+    };
+    let changes: Vec<f64> = (before.windows(2).chain(after.windows(2)))
+        .map(|w| (w[1] - w[0]).abs())
+        .collect();
+    let largest = changes.iter().copied().fold(0.0, f64::max);
+    let step = (median(&after) - median(&before)).abs();
+    step > upper_bound_multiplier(s.noise_multiplier, changes.len() as f64) * largest
+}
+
+/// Whether `value` lies on `level`'s side of the midpoint between `level` and `other`.
+fn on_side_of(value: f64, level: f64, other: f64) -> bool {
+    let midpoint = (level + other) / 2.0;
+    (value - midpoint) * (level - midpoint) > 0.0
 }
 
 /// Every sample of `commits`, or the value of a commit that reported none.

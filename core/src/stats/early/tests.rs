@@ -87,13 +87,36 @@ fn quiet_histories_and_runs_of_the_same_code_far_apart_get_no_finding() {
 }
 
 #[test]
-fn values_without_samples_and_short_histories_say_nothing() {
-    let values: Vec<CommitObservation> = [100.0, 100.0, 100.0, 100.0, 150.0, 150.0, 150.0]
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| CommitObservation::new(i, v))
-        .collect();
-    assert_eq!(early(&values), None);
+fn counts_without_samples_are_a_step_from_two_commits_at_the_new_level() {
+    // Instruction counts: one value a commit, moving by a few instructions when code does not
+    // change.
+    let counts = |values: &[f64]| -> Vec<CommitObservation> {
+        (values.iter().enumerate())
+            .map(|(i, &v)| CommitObservation::new(i, v))
+            .collect()
+    };
+    let two_at_the_new_level = [1e9, 1e9 + 30.0, 1e9 - 20.0, 1e9 + 10.0, 1.4e9, 1.4e9 + 20.0];
+    let change = early(&counts(&two_at_the_new_level)).expect("a 40 % step in counts");
+    assert_eq!((change.position, change.kind), (4, VerdictKind::Regression));
+    assert_eq!(change.method, "first-commits+per-commit-test");
+    let a_spike = [
+        1e9,
+        1e9 + 30.0,
+        1e9 - 20.0,
+        1e9 + 10.0,
+        1.4e9,
+        1e9 + 20.0,
+        1e9,
+    ];
+    assert_eq!(early(&counts(&a_spike)), None);
+}
+
+#[test]
+fn short_histories_say_nothing() {
     assert_eq!(early(&history(7, &[100.0, 100.0, 150.0])), None);
+    assert_eq!(
+        early(&history(7, &[100.0, 100.0, 100.0, 100.0, 150.0])),
+        None
+    );
     assert_eq!(early(&[]), None);
 }
