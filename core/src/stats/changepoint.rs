@@ -30,7 +30,7 @@ use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median};
 use super::segmentation::{PrefixSums, seeded_candidates, suppress_short_excursions};
 use super::sensitivity::Sensitivity;
-use super::verdict::VerdictKind;
+use super::verdict::{Verdict, VerdictKind};
 use edges::StepEdges;
 use evidence::{Confirmation, Evidence, smallest_step};
 use ramp::{LogScale, RampFitter, shape_scale};
@@ -81,6 +81,36 @@ pub struct ChangePoint {
     pub evidence_after: usize,
     /// How the change was found: `seeded-segmentation+mann-whitney`.
     pub method: &'static str,
+}
+
+impl ChangePoint {
+    /// A step at `position` called by the per-commit test, with the commits of each side's
+    /// segment (`segments`) and those the test used (`evidence`), before and after.
+    pub(crate) fn from_verdict(
+        verdict: &Verdict,
+        position: usize,
+        segments: (usize, usize),
+        evidence: (usize, usize),
+        method: &'static str,
+    ) -> Self {
+        ChangePoint {
+            position,
+            span: 1,
+            kind: verdict.kind,
+            before: verdict.baseline,
+            after: verdict.value,
+            change_pct: verdict.change_pct,
+            ci_low_pct: verdict.ci_low_pct,
+            ci_high_pct: verdict.ci_high_pct,
+            p_value: verdict.p_value.unwrap_or(1.0),
+            noise_pct: verdict.noise_pct,
+            segment_before: segments.0,
+            segment_after: segments.1,
+            evidence_before: evidence.0,
+            evidence_after: evidence.1,
+            method,
+        }
+    }
 }
 
 /// Finds the changes of level in `series` (oldest first). Observations with a non-finite

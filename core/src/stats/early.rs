@@ -83,22 +83,15 @@ fn step_at(
     let (before, after) = (verdict.baseline, verdict.value);
     let separated = base.iter().all(|o| on_side_of(o.value, before, after))
         && head.iter().all(|o| on_side_of(o.value, after, before));
-    separated.then(|| ChangePoint {
-        position: split,
-        span: 1,
-        kind: verdict.kind,
-        before: verdict.baseline,
-        after: verdict.value,
-        change_pct: verdict.change_pct,
-        ci_low_pct: verdict.ci_low_pct,
-        ci_high_pct: verdict.ci_high_pct,
-        p_value: verdict.p_value.unwrap_or(1.0),
-        noise_pct: verdict.noise_pct,
-        segment_before: split,
-        segment_after: level_len,
-        evidence_before: base.len(),
-        evidence_after: head.len(),
-        method: "first-commits+per-commit-test",
+    separated.then(|| {
+        let method = "first-commits+per-commit-test";
+        ChangePoint::from_verdict(
+            &verdict,
+            split,
+            (split, level_len),
+            (split, level_len),
+            method,
+        )
     })
 }
 

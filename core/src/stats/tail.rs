@@ -62,23 +62,15 @@ pub fn detect_tail_change(
         if split > 0 && past_midpoint(segment[split - 1].value) {
             continue;
         }
-        return Some(ChangePoint {
-            position: split,
-            span: 1,
-            kind: verdict.kind,
-            before: verdict.baseline,
-            after: verdict.value,
-            change_pct: verdict.change_pct,
-            ci_low_pct: verdict.ci_low_pct,
-            ci_high_pct: verdict.ci_high_pct,
-            p_value: verdict.p_value.unwrap_or(1.0),
-            noise_pct: verdict.noise_pct,
-            segment_before: split,
-            segment_after: k,
-            evidence_before: base.len(),
-            evidence_after: head.len(),
-            method: "recent-commits+per-commit-test",
-        });
+        let method = "recent-commits+per-commit-test";
+        let evidence = (base.len(), head.len());
+        return Some(ChangePoint::from_verdict(
+            &verdict,
+            split,
+            (split, k),
+            evidence,
+            method,
+        ));
     }
     None
 }
