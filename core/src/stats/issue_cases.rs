@@ -166,3 +166,22 @@ fn a_slower_run_with_a_wider_spread_is_still_a_regression() {
         assert!(!v.kind.is_change(), "seed {seed}: {v:?}");
     }
 }
+
+#[test]
+fn instruction_counts_call_a_code_change_after_an_earlier_one_in_a_young_history() {
+    // The hex trial on a busy machine: whole-program counts of 0.3.1, its docs commit, 0.3.2
+    // (−5.6 %) and its docs commit, then 0.4.0. The time could not tell; the counts can.
+    let counts = [1_745_663_864.0, 1_745_668_632.0, 1_647_296_141.0, 1_647_282_242.0];
+    let history: Vec<CommitObservation> = (counts.iter().enumerate())
+        .map(|(i, &c)| CommitObservation::new(i, c))
+        .collect();
+    let noise = noise_model(&history);
+    let s = Sensitivity::default();
+    let judge = |head: f64| compare(&[counts[3]], &[head], Direction::Lower, &noise, &s);
+    let v = judge(1_958_990_408.0);
+    assert_eq!(v.kind, VerdictKind::Regression, "{v:?}");
+    assert!((v.change_pct - 18.9).abs() < 0.1, "{v:?}");
+    // A docs-only commit moves the count by a few instructions in a million.
+    let v = judge(1_647_285_103.0);
+    assert_eq!(v.kind, VerdictKind::NoChange, "{v:?}");
+}
