@@ -34,13 +34,24 @@ impl Db {
                       s.direction
                FROM measurements x JOIN commits c ON c.id = x.commit_id
                JOIN series s ON s.id = x.series_id
-               WHERE x.series_id = ? AND c.position IS NOT NULL
-                 AND (? IS NULL OR c.position < ?)
+               WHERE x.series_id = ?1 AND c.position IS NOT NULL
+                 AND (?2 IS NULL OR c.position < ?2)
                  AND x.run_id = (SELECT max(y.run_id) FROM measurements y
                                  WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY c.position DESC LIMIT ?"#,
+                 AND (x.commit_id < (SELECT min(commit_id) FROM measurements_staged)
+                      OR NOT EXISTS (SELECT 1 FROM measurements_staged z
+                                     WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id))
+               UNION ALL
+               SELECT c.position, x.value, x.samples, s.direction
+               FROM staged_commits k
+               CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id AND x.series_id = ?1
+               JOIN commits c ON c.id = x.commit_id
+               JOIN series s ON s.id = x.series_id
+               WHERE c.position IS NOT NULL AND (?2 IS NULL OR c.position < ?2)
+                 AND x.run_id = (SELECT max(z.run_id) FROM measurements_staged z
+                                 WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id)
+               ORDER BY 1 DESC LIMIT ?3"#,
             series_id,
-            before,
             before,
             limit
         )
@@ -75,7 +86,20 @@ impl Db {
                WHERE c.repository_id = ?1 AND c.position >= ?2 AND c.position < ?4
                  AND x.run_id = (SELECT max(y.run_id) FROM measurements y
                                  WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY x.series_id, c.position"#,
+                 AND (x.commit_id < (SELECT min(commit_id) FROM measurements_staged)
+                      OR NOT EXISTS (SELECT 1 FROM measurements_staged z
+                                     WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id))
+               UNION ALL
+               SELECT x.series_id, c.position, x.value, x.samples, s.direction
+               FROM (SELECT DISTINCT value FROM json_each(?3)) AS j
+               CROSS JOIN staged_commits k
+               CROSS JOIN commits c ON c.id = k.commit_id
+               CROSS JOIN measurements_staged x ON x.commit_id = c.id AND x.series_id = j.value
+               JOIN series s ON s.id = x.series_id
+               WHERE c.repository_id = ?1 AND c.position >= ?2 AND c.position < ?4
+                 AND x.run_id = (SELECT max(z.run_id) FROM measurements_staged z
+                                 WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id)
+               ORDER BY 1, 2"#,
             repository_id,
             from,
             ids,

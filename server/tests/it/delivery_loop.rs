@@ -51,6 +51,7 @@ async fn kymo_serve_delivers_in_the_background_and_stops_cleanly() {
         worker_labels: Vec::new(),
         allow_unconfined_suites: false,
         header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
+        merge_when_idle: Some(kymo_server::serve::MERGE_WHEN_IDLE),
         access: Default::default(),
     })
     .await
