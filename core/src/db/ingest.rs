@@ -275,7 +275,8 @@ async fn insert_series(
 
 /// Stages the measurements of `batches` whose series exist and that `run_id` does not hold
 /// yet; returns how many. They go to `measurements_staged` (arrival order, a few pages per
-/// upload) until a merge moves them into the clustered table.
+/// upload) until a merge moves them into the clustered table. That table checks no foreign
+/// keys: the run was inserted above for this commit, and the series come from the join.
 async fn insert_measurements(
     tx: &mut sqlx::SqliteConnection,
     record: &RunRecord<'_>,

@@ -57,6 +57,7 @@ pub use confirmations::{
     ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,
 };
 pub use counts::{JOB_STATES, ServerCounts};
+pub use history::RecentValue;
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{
     Enqueued, JobReason, JobRow, JobTarget, LeaseSettings, labels_satisfy, normalize_labels,
@@ -64,7 +65,7 @@ pub use jobs::{
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,
-    HistoryRow, HistoryStatus, RecentValue, RepositorySummary, SeriesPoint,
+    HistoryRow, HistoryStatus, RepositorySummary, SeriesPoint,
 };
 pub use pulls::{DuePullFeedback, PullRequestRecord, PullRequestRow, PullSettings};
 pub use regressions::{

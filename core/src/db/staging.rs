@@ -114,10 +114,10 @@ impl Db {
     /// commit reached, so that a (series, commit) is never split across the tables by a merge),
     /// into `measurements` in its key order; returns how many.
     ///
-    /// Foreign keys are not checked again: every row was checked when it was staged, and its
-    /// series, commit and run cannot go while the write lock is held (deleting one deletes its
-    /// staged rows too). Checking three parents a row was 40 % of a merge's CPU time at 10 M
-    /// stored (RELIABILITY.md).
+    /// Foreign keys are not checked here: ingest made every staged row's series, commit and
+    /// run exist in its own transaction, and they cannot go while the write lock is held
+    /// (deleting one deletes its staged rows too, by trigger). Checking three parents a row
+    /// was 40 % of a merge's CPU time at 10 M stored (RELIABILITY.md).
     async fn merge_batch(&self, max_rows: i64) -> Result<u64, DbError> {
         let mut conn = self.writer.acquire().await?;
         sqlx::query("PRAGMA foreign_keys = OFF")

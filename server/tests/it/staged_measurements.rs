@@ -308,3 +308,44 @@ async fn staged_rows_survive_a_restart_and_are_merged_by_the_next_process() {
     assert_eq!(rows_in_tables(&app).await, (9, 0));
     assert_eq!(parse_time(&app, &shas[1]).await, 25.0);
 }
+
+#[tokio::test]
+async fn deleting_a_run_a_commit_or_a_series_deletes_its_staged_rows_too() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = app.tracked_repository(3).await;
+    store(&app, &shas[0], 10.0).await;
+    app.state.db.merge_staged().await.unwrap();
+    store(&app, &shas[0], 11.0).await;
+    store(&app, &shas[1], 20.0).await;
+    store(&app, &shas[2], 30.0).await;
+    assert_eq!(rows_in_tables(&app).await, (3, 9));
+    // As a database edited by hand, or a future retention, deletes: foreign keys on.
+    let pool = raw_pool(&app).await;
+    let delete = |sql: &'static str| {
+        let pool = pool.clone();
+        async move { sqlx::query(sql).execute(&pool).await.unwrap() }
+    };
+    delete("DELETE FROM runs WHERE id = (SELECT max(run_id) FROM measurements_staged)").await;
+    assert_eq!(rows_in_tables(&app).await, (3, 6));
+    // A commit's runs go by cascade, and with them its rows in both tables.
+    let first = commit_id(&app, &shas[0]).await;
+    sqlx::query("DELETE FROM commits WHERE id = ?")
+        .bind(first)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows_in_tables(&app).await, (0, 3));
+    delete("DELETE FROM series WHERE metric = 'instructions'").await;
+    assert_eq!(rows_in_tables(&app).await, (0, 2));
+    let orphans: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM measurements_staged x
+         WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = x.run_id AND r.commit_id = x.commit_id)
+            OR NOT EXISTS (SELECT 1 FROM series s WHERE s.id = x.series_id)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(orphans, 0);
+    pool.close().await;
+    assert_eq!(app.state.db.merge_staged().await.unwrap().rows, 2);
+}
