@@ -13,7 +13,12 @@ use crate::listener::Listener;
 use crate::support::TestRepo;
 
 /// A blocking HTTP call off the runtime; returns the status and the JSON answer.
-async fn call(method: &'static str, url: String, body: Value, token: &str) -> (u16, Value) {
+pub(crate) async fn call(
+    method: &'static str,
+    url: String,
+    body: Value,
+    token: &str,
+) -> (u16, Value) {
     let bearer = format!("Bearer {token}");
     tokio::task::spawn_blocking(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()

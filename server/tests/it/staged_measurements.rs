@@ -349,3 +349,68 @@ async fn deleting_a_run_a_commit_or_a_series_deletes_its_staged_rows_too() {
     pool.close().await;
     assert_eq!(app.state.db.merge_staged().await.unwrap().rows, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kymo_serve_merges_what_is_staged_once_nothing_was_written_for_a_while() {
+    use kymo_server::serve::{ServeOptions, start};
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(ServeOptions {
+        db: dir.path().join("kymo.db"),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        embedded_worker: false,
+        leases: kymo_core::db::LeaseSettings::default(),
+        data_dir: dir.path().join("data"),
+        public_url: None,
+        worker_labels: Vec::new(),
+        allow_unconfined_suites: false,
+        header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
+        merge_when_idle: Some(std::time::Duration::from_secs(4)),
+        access: Default::default(),
+    })
+    .await
+    .unwrap();
+    let api = format!("http://{}/api/v1", running.address);
+    let admin = std::fs::read_to_string(dir.path().join("kymo.db.admin-token")).unwrap();
+    let repo = crate::support::TestRepo::new();
+    let shas: Vec<String> = (0..3)
+        .map(|i| repo.commit(&[("file", &format!("{i}"))], &format!("change {i}")))
+        .collect();
+    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap() });
+    let call = crate::delivery_loop::call;
+    assert_eq!(
+        call("POST", format!("{api}/repos"), body, &admin).await.0,
+        201
+    );
+    for (i, sha) in shas.iter().enumerate() {
+        let upload = upload(sha, 10.0 + i as f64);
+        let (status, answer) = call("POST", format!("{api}/repos/r/results"), upload, &admin).await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    let stored = std::time::Instant::now();
+    let db = &running.state.db;
+    assert_eq!(db.staged_rows().await.unwrap(), 9);
+    // Not before the server has been quiet for 4 s (ticks of 2 s), then at the next tick.
+    while db.staged_rows().await.unwrap() > 0 {
+        assert!(stored.elapsed().as_secs() < 20, "not merged after 20 s");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(
+        stored.elapsed().as_secs_f64() >= 3.5,
+        "{:?}",
+        stored.elapsed()
+    );
+    let (status, commit) = call(
+        "GET",
+        format!("{api}/repos/r/commits/{}", shas[2]),
+        json!(null),
+        &admin,
+    )
+    .await;
+    assert_eq!(status, 200, "{commit}");
+    let results = commit["results"].as_array().unwrap();
+    let row = (results.iter())
+        .find(|r| r["benchmark"] == "parse" && r["metric"] == "time")
+        .unwrap();
+    assert_eq!(row["value"], 12.0, "{commit}");
+    running.stop().await.unwrap();
+}
