@@ -11,6 +11,9 @@
 #   COMMITS=10000  BENCHMARKS=200  PAGE_SECONDS=10  READERS="1 16 64"  BUILD=1
 #   ANALYSE=1 (0: no change-point analysis after the fill; at 100,000 commits a series it takes
 #   longer than the ingest)
+#   STAGED_TAIL=199 (the last commits are stored without a merge, 199,000 staged rows at 200
+#   benchmarks: the most a reader finds staged between two merges; the server is told not to
+#   merge them while the pages are measured; the ingest rates are those of the commits before)
 #   SCALE_DIR=~/.cache/kymo-scale (the generated database is kept there and reused; it is large:
 #   about 72 bytes a measurement, so 720 MB at 10 million, 7.2 GB at 100 million)
 set -euo pipefail
@@ -36,7 +39,8 @@ if [ ! -f "$db" ]; then
   started=$SECONDS
   analysis=()
   [ "${ANALYSE:-1}" = 1 ] || analysis=(--no-analysis)
-  "$bin/examples/load_db" "$db" "$commits" "$benchmarks" "${analysis[@]}" | tee "$work/generate-$commits.txt" >&2
+  "$bin/examples/load_db" "$db" "$commits" "$benchmarks" "${analysis[@]}" \
+    --staged-tail="${STAGED_TAIL:-199}" | tee "$work/generate-$commits.txt" >&2
   echo "generation: $((SECONDS - started)) s in all (ingest, then the analysis of every series)" \
     | tee -a "$work/generate-$commits.txt" >&2
 fi
@@ -51,7 +55,9 @@ fi
 
 # Served as it is: the pages only read, so the database is not copied (at 100 million a copy
 # would not fit beside it).
-"$bin/kymo" serve --no-worker --listen 127.0.0.1:0 --db "$db" --data "$work/data" \
+# The staged rows stay staged while the pages are measured (an environment variable, not a
+# flag, so that the script serves a database with the binary of a build before staging too).
+KYMO_MERGE_IDLE_SECONDS=0 "$bin/kymo" serve --no-worker --listen 127.0.0.1:0 --db "$db" --data "$work/data" \
   >"$work/serve.out" 2>"$work/serve.err" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT

@@ -133,6 +133,7 @@ async fn main() {
         allow_unconfined_suites: false,
         worker_labels: Vec::new(),
         header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
+        merge_when_idle: Some(kymo_server::serve::MERGE_WHEN_IDLE),
         access: Default::default(),
     })
     .await

@@ -5,9 +5,12 @@
 //! some benchmarks step up or down at a commit, so pages have regressions to show.
 //!
 //! `cargo run --release -p kymo-server --example load_db -- PATH [COMMITS] [BENCHMARKS]
-//! [--no-analysis]` (used by `scripts/load.sh` and `scripts/load-scale.sh`). Prints the ingest
-//! rate and what it made. `--no-analysis` skips the change-point analysis: at 100,000 commits a
-//! series it takes longer than the ingest, and the pages read the same measurements without it.
+//! [--no-analysis] [--staged-tail=N]` (used by `scripts/load.sh` and `scripts/load-scale.sh`).
+//! Prints the ingest rate and what it made. `--no-analysis` skips the change-point analysis: at
+//! 100,000 commits a series it takes longer than the ingest, and the pages read the same
+//! measurements without it. `--staged-tail=N` stores the last N commits without merging them
+//! (as a server holds them between merges), so that readers measured afterwards read a full
+//! staged table; the ingest rates are those of the commits before them, merges included.
 
 #[path = "../benches/support/synthetic.rs"]
 mod synthetic;
@@ -91,11 +94,15 @@ fn suites(commit: usize, benchmarks: usize, noise: &mut Noise) -> Vec<SuiteUploa
 async fn main() {
     let (flags, positional): (Vec<String>, Vec<String>) =
         std::env::args().skip(1).partition(|a| a.starts_with("--"));
-    let analyse = match flags.as_slice() {
-        [] => true,
-        [flag] if flag == "--no-analysis" => false,
-        _ => panic!("unknown flags {flags:?}; the only one is --no-analysis"),
-    };
+    let mut analyse = true;
+    let mut staged_tail = 0;
+    for flag in &flags {
+        match flag.split_once('=') {
+            None if flag == "--no-analysis" => analyse = false,
+            Some(("--staged-tail", n)) => staged_tail = n.parse().expect("--staged-tail=N"),
+            _ => panic!("unknown flag {flag}; they are --no-analysis and --staged-tail=N"),
+        }
+    }
     let mut args = positional.into_iter();
     let path = PathBuf::from(
         args.next()
@@ -108,27 +115,45 @@ async fn main() {
     let mut noise = Noise(42);
     let mut stored = 0;
     let mut ingest_seconds = 0.0;
+    let merged = staged_tail.min(commits);
+    let filled = commits - merged;
     // The rate at the end of the fill, when the database holds (nearly) everything: what an
     // upload costs at this size, which the average over the whole fill hides.
-    let last = (commits / 10).clamp(1, 1_000);
+    let last = (filled / 10).clamp(1, 1_000);
     let (mut last_seconds, mut last_stored) = (0.0, 0);
+    let (mut tail_seconds, mut tail_stored) = (0.0, 0);
     for commit in 0..commits {
+        if commit == filled {
+            data.db.set_merge_threshold(u64::MAX);
+        }
         let suites = suites(commit, benchmarks, &mut noise);
         let started = Instant::now();
         let summary = data.store(commit, &suites).await;
         let seconds = started.elapsed().as_secs_f64();
+        if commit >= filled {
+            tail_seconds += seconds;
+            tail_stored += summary.measurements;
+            continue;
+        }
         ingest_seconds += seconds;
         stored += summary.measurements;
-        if commit + last >= commits {
+        if commit + last >= filled {
             last_seconds += seconds;
             last_stored += summary.measurements;
         }
     }
     println!(
-        "stored {stored} measurements ({commits} commits × {benchmarks} benchmarks × {METRICS} metrics) in {ingest_seconds:.1} s of ingest: {:.0} measurements/s; the last {last} commits {:.0} measurements/s",
+        "stored {stored} measurements ({filled} commits × {benchmarks} benchmarks × {METRICS} metrics) in {ingest_seconds:.1} s of ingest, merges included: {:.0} measurements/s; the last {last} commits {:.0} measurements/s",
         stored as f64 / ingest_seconds,
         last_stored as f64 / last_seconds
     );
+    if merged > 0 {
+        println!(
+            "then {tail_stored} measurements of {merged} more commits, left staged: {:.0} measurements/s; {} rows staged",
+            tail_stored as f64 / tail_seconds,
+            data.db.staged_rows().await.unwrap()
+        );
+    }
 
     if analyse {
         let started = Instant::now();

@@ -39,7 +39,13 @@ pub struct ServeOptions {
     /// How long a client may take to send a request's header (and may stay idle between
     /// requests) before its connection is closed.
     pub header_read_timeout: Duration,
+    /// How long nothing is written before the staged measurements are merged; `None`: only
+    /// when enough are staged.
+    pub merge_when_idle: Option<Duration>,
 }
+
+/// The default of [`ServeOptions::merge_when_idle`].
+pub const MERGE_WHEN_IDLE: Duration = Duration::from_secs(30);
 
 /// The default of [`ServeOptions::header_read_timeout`]: ample for a browser or a worker on a
 /// slow link, short enough that a flood of silent sockets drains quickly.
@@ -98,7 +104,11 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
     state.access = options.access;
 
     write_admin_token(&db, &options.db, clock.now()).await?;
-    let reaper = tokio::spawn(reap_leases(db.clone(), clock.clone()));
+    let reaper = tokio::spawn(reap_leases_and_merge(
+        db.clone(),
+        clock.clone(),
+        options.merge_when_idle,
+    ));
     let poller = tokio::spawn(crate::push::poll_repositories(state.clone()));
     let alerts = crate::alerts::DeliveryLoop::spawn(state.clone());
     let stop_worker = Arc::new(AtomicBool::new(false));
@@ -212,15 +222,37 @@ async fn write_admin_token(db: &Db, db_path: &Path, now: i64) -> anyhow::Result<
 }
 
 /// Returns expired leases to the queue every few seconds, so that a dead worker's job is
-/// picked up by the next claim of any machine's worker.
-async fn reap_leases(db: Db, clock: SharedClock) {
-    let mut tick = tokio::time::interval(Duration::from_secs(2));
+/// picked up by the next claim of any machine's worker; and merges the staged measurements
+/// once nothing was written for `merge_when_idle` (fewer than a merge's worth wait then, but
+/// a quiet server's readers read one table).
+async fn reap_leases_and_merge(db: Db, clock: SharedClock, merge_when_idle: Option<Duration>) {
+    const TICK: Duration = Duration::from_secs(2);
+    let mut tick = tokio::time::interval(TICK);
+    let quiet_ticks_before_merge = merge_when_idle.map_or(u32::MAX, |idle| {
+        u32::try_from(idle.as_secs().div_ceil(TICK.as_secs())).unwrap_or(u32::MAX)
+    });
+    let (mut version, mut quiet_ticks) = (db.data_version(), 0u32);
     loop {
         tick.tick().await;
         match db.expire_leases(clock.now()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(jobs = n, "expired leases returned to the queue"),
             Err(err) => tracing::warn!(error = %err, "lease reaper failed"),
+        }
+        let now = db.data_version();
+        quiet_ticks = if now == version {
+            quiet_ticks.saturating_add(1)
+        } else {
+            0
+        };
+        version = now;
+        if quiet_ticks >= quiet_ticks_before_merge && db.staged_pending() > 0 {
+            // A merge that failed is tried again after another quiet spell, not every tick.
+            quiet_ticks = 0;
+            match db.merge_staged().await {
+                Ok(merged) => tracing::info!(rows = merged.rows, "merged staged measurements"),
+                Err(err) => tracing::warn!(error = %err, "merging staged measurements failed"),
+            }
         }
     }
 }

@@ -221,8 +221,14 @@ impl Db {
             InputRow,
             r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.run_id AS "run_id!"
                FROM measurements x JOIN commits c ON c.id = x.commit_id
-               WHERE x.series_id = ? AND c.position IS NOT NULL
-               ORDER BY c.position, x.run_id"#,
+               WHERE x.series_id = ?1 AND c.position IS NOT NULL
+               UNION ALL
+               SELECT c.id, c.position, x.run_id
+               FROM staged_commits k
+               CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id AND x.series_id = ?1
+               JOIN commits c ON c.id = x.commit_id
+               WHERE c.position IS NOT NULL
+               ORDER BY 2, 3"#,
             series_id
         )
         .fetch_all(&mut *tx)
@@ -315,11 +321,18 @@ async fn points_from(
 ) -> Result<Vec<AnalysisPoint>, DbError> {
     let rows = sqlx::query!(
         r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value,
-                  x.samples AS "samples: Samples", s.direction
+                  x.samples AS "samples: Samples", s.direction, x.run_id
            FROM measurements x JOIN commits c ON c.id = x.commit_id
            JOIN series s ON s.id = x.series_id
-           WHERE x.series_id = ? AND c.position IS NOT NULL AND c.position >= ?
-           ORDER BY c.position, x.run_id"#,
+           WHERE x.series_id = ?1 AND c.position IS NOT NULL AND c.position >= ?2
+           UNION ALL
+           SELECT c.id, c.position, x.value, x.samples, s.direction, x.run_id
+           FROM staged_commits k
+           CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id AND x.series_id = ?1
+           JOIN commits c ON c.id = x.commit_id
+           JOIN series s ON s.id = x.series_id
+           WHERE c.position IS NOT NULL AND c.position >= ?2
+           ORDER BY 2, 6"#,
         series_id,
         from
     )

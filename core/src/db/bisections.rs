@@ -218,8 +218,12 @@ impl Db {
         commit_id: i64,
     ) -> Result<Vec<Vec<f64>>, DbError> {
         let rows = sqlx::query!(
-            r#"SELECT value, samples AS "samples: Samples" FROM measurements
-               WHERE series_id = ? AND commit_id = ? ORDER BY run_id"#,
+            r#"SELECT value, samples AS "samples: Samples", run_id FROM measurements
+               WHERE series_id = ?1 AND commit_id = ?2
+               UNION ALL
+               SELECT value, samples, run_id FROM measurements_staged
+               WHERE commit_id = ?2 AND series_id = ?1
+               ORDER BY 3"#,
             series_id,
             commit_id
         )

@@ -31,7 +31,8 @@ impl Db {
                       (SELECT COUNT(*) FROM runs) AS "runs!: i64",
                       (SELECT COUNT(*) FROM benchmarks) AS "benchmarks!: i64",
                       (SELECT COUNT(*) FROM series) AS "series!: i64",
-                      (SELECT COUNT(*) FROM measurements) AS "measurements!: i64""#
+                      (SELECT COUNT(*) FROM measurements)
+                          + (SELECT COUNT(*) FROM measurements_staged) AS "measurements!: i64""#
         )
         .fetch_one(&self.reader)
         .await?)

@@ -34,13 +34,24 @@ impl Db {
                       s.direction
                FROM measurements x JOIN commits c ON c.id = x.commit_id
                JOIN series s ON s.id = x.series_id
-               WHERE x.series_id = ? AND c.position IS NOT NULL
-                 AND (? IS NULL OR c.position < ?)
+               WHERE x.series_id = ?1 AND c.position IS NOT NULL
+                 AND (?2 IS NULL OR c.position < ?2)
                  AND x.run_id = (SELECT max(y.run_id) FROM measurements y
                                  WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY c.position DESC LIMIT ?"#,
+                 AND (x.commit_id < (SELECT min(commit_id) FROM measurements_staged)
+                      OR NOT EXISTS (SELECT 1 FROM measurements_staged z
+                                     WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id))
+               UNION ALL
+               SELECT c.position, x.value, x.samples, s.direction
+               FROM staged_commits k
+               CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id AND x.series_id = ?1
+               JOIN commits c ON c.id = x.commit_id
+               JOIN series s ON s.id = x.series_id
+               WHERE c.position IS NOT NULL AND (?2 IS NULL OR c.position < ?2)
+                 AND x.run_id = (SELECT max(z.run_id) FROM measurements_staged z
+                                 WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id)
+               ORDER BY 1 DESC LIMIT ?3"#,
             series_id,
-            before,
             before,
             limit
         )
@@ -75,7 +86,20 @@ impl Db {
                WHERE c.repository_id = ?1 AND c.position >= ?2 AND c.position < ?4
                  AND x.run_id = (SELECT max(y.run_id) FROM measurements y
                                  WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY x.series_id, c.position"#,
+                 AND (x.commit_id < (SELECT min(commit_id) FROM measurements_staged)
+                      OR NOT EXISTS (SELECT 1 FROM measurements_staged z
+                                     WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id))
+               UNION ALL
+               SELECT x.series_id, c.position, x.value, x.samples, s.direction
+               FROM (SELECT DISTINCT value FROM json_each(?3)) AS j
+               CROSS JOIN staged_commits k
+               CROSS JOIN commits c ON c.id = k.commit_id
+               CROSS JOIN measurements_staged x ON x.commit_id = c.id AND x.series_id = j.value
+               JOIN series s ON s.id = x.series_id
+               WHERE c.repository_id = ?1 AND c.position >= ?2 AND c.position < ?4
+                 AND x.run_id = (SELECT max(z.run_id) FROM measurements_staged z
+                                 WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id)
+               ORDER BY 1, 2"#,
             repository_id,
             from,
             ids,
@@ -208,5 +232,58 @@ impl Db {
         )
         .fetch_one(&self.reader)
         .await?)
+    }
+}
+
+/// A value of a series at a commit near the head of the branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecentValue {
+    pub series_id: i64,
+    pub position: i64,
+    pub value: f64,
+}
+
+impl Db {
+    /// Every series' values at the newest `window` positions of the tracked branch, oldest
+    /// first within each series (the latest run of a commit last). One key lookup per series
+    /// and commit of the window, so the cost follows the window and the series, not the
+    /// history. Series are the outer loop (`CROSS JOIN` keeps SQLite to that order): a series'
+    /// lookups then land on the same page or two, where commits outermost would visit every
+    /// series' pages once per commit, more than a reader's page cache holds.
+    pub async fn recent_values(
+        &self,
+        repository_id: i64,
+        window: i64,
+    ) -> Result<Vec<RecentValue>, DbError> {
+        let rows = sqlx::query!(
+            r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value, x.run_id
+               FROM benchmarks b JOIN series s ON s.benchmark_id = b.id
+               CROSS JOIN commits c
+               CROSS JOIN measurements x ON x.series_id = s.id AND x.commit_id = c.id
+               WHERE b.repository_id = ?1 AND c.repository_id = ?1 AND c.position IS NOT NULL
+                 AND c.position > (SELECT coalesce(max(position), 0) FROM commits
+                                   WHERE repository_id = ?1) - ?2
+               UNION ALL
+               SELECT x.series_id, c.position, x.value, x.run_id
+               FROM staged_commits k
+               CROSS JOIN commits c ON c.id = k.commit_id
+               CROSS JOIN measurements_staged x ON x.commit_id = c.id
+               WHERE c.repository_id = ?1 AND c.position IS NOT NULL
+                 AND c.position > (SELECT coalesce(max(position), 0) FROM commits
+                                   WHERE repository_id = ?1) - ?2
+               ORDER BY 1, 2, 4"#,
+            repository_id,
+            window
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| RecentValue {
+                series_id: r.series_id,
+                position: r.position,
+                value: r.value,
+            })
+            .collect())
     }
 }

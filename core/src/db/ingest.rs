@@ -204,6 +204,7 @@ impl Db {
             .await?;
         }
         tx.commit().await?;
+        self.merge_when_due(batches.count).await;
         Ok(IngestSummary {
             run_id,
             measurements: batches.count,
@@ -272,8 +273,10 @@ async fn insert_series(
     Ok(())
 }
 
-/// Inserts the measurements of `batches` whose series exist and that `run_id` does not
-/// hold yet; returns how many.
+/// Stages the measurements of `batches` whose series exist and that `run_id` does not hold
+/// yet; returns how many. They go to `measurements_staged` (arrival order, a few pages per
+/// upload) until a merge moves them into the clustered table. That table checks no foreign
+/// keys: the run was inserted above for this commit, and the series come from the join.
 async fn insert_measurements(
     tx: &mut sqlx::SqliteConnection,
     record: &RunRecord<'_>,
@@ -281,14 +284,14 @@ async fn insert_measurements(
     batches: &Batches,
 ) -> Result<usize, DbError> {
     let inserted = sqlx::query!(
-        r#"INSERT INTO measurements (run_id, series_id, commit_id, value, samples, hdr)
+        r#"INSERT INTO measurements_staged (run_id, series_id, commit_id, value, samples, hdr)
            SELECT ?, s.id, ?, j.value ->> '$.v', unhex(j.value ->> '$.x'), j.value ->> '$.h'
            FROM jsonb_each(?) AS j
            CROSS JOIN benchmarks b ON b.repository_id = ? AND b.name = j.value ->> '$.b'
            CROSS JOIN series s ON s.benchmark_id = b.id AND s.metric = j.value ->> '$.m'
                         AND s.machine_id = ?
            WHERE true
-           ON CONFLICT (series_id, commit_id, run_id) DO NOTHING"#,
+           ON CONFLICT (commit_id, series_id, run_id) DO NOTHING"#,
         run_id,
         record.commit_id,
         batches.measurements,

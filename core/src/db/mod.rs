@@ -23,6 +23,7 @@ mod regressions;
 mod repos;
 mod samples_conversion;
 mod sensitivity;
+mod staging;
 mod version;
 mod webhooks;
 
@@ -56,6 +57,7 @@ pub use confirmations::{
     ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,
 };
 pub use counts::{JOB_STATES, ServerCounts};
+pub use history::RecentValue;
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{
     Enqueued, JobReason, JobRow, JobTarget, LeaseSettings, labels_satisfy, normalize_labels,
@@ -63,7 +65,7 @@ pub use jobs::{
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,
-    HistoryRow, HistoryStatus, RecentValue, RepositorySummary, SeriesPoint,
+    HistoryRow, HistoryStatus, RepositorySummary, SeriesPoint,
 };
 pub use pulls::{DuePullFeedback, PullRequestRecord, PullRequestRow, PullSettings};
 pub use regressions::{
@@ -71,6 +73,7 @@ pub use regressions::{
 };
 pub use repos::{CommitRecord, RepositoryRow, RepositorySettings, validate_repository};
 pub use sensitivity::{SensitivityRule, sensitivity_for};
+pub use staging::{MERGE_ROWS, MergeSummary};
 pub use webhooks::{ChainCommit, NewDelivery, RepositoryRemote, WebhookDeliveryRow};
 
 /// A failure of the storage layer, or a request it refuses.
@@ -128,6 +131,7 @@ pub struct Db {
     reader: SqlitePool,
     writer: SqlitePool,
     version: Arc<version::DataVersion>,
+    staging: Arc<staging::Staging>,
 }
 
 impl Db {
@@ -153,6 +157,11 @@ impl Db {
             .await?;
         sqlx::migrate!("../migrations").run(&writer).await?;
         samples_conversion::convert_text_samples(&writer).await?;
+        let staged =
+            sqlx::query_scalar!(r#"SELECT count(*) AS "n!: i64" FROM measurements_staged"#)
+                .fetch_one(&writer)
+                .await?;
+        let staging = Arc::new(staging::Staging::new(u64::try_from(staged).unwrap_or(0)));
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
@@ -161,6 +170,7 @@ impl Db {
             reader,
             writer,
             version,
+            staging,
         })
     }
 

@@ -264,8 +264,11 @@ impl Db {
             CommitMeasurementRow,
             r#"SELECT s.id AS series_id, b.name AS benchmark, s.metric, s.unit, s.direction,
                       m.fingerprint AS machine, x.value, x.samples AS "samples: Samples",
-                      (SELECT p.value FROM measurements p WHERE p.series_id = x.series_id
-                       AND p.commit_id = ?1 ORDER BY p.run_id DESC LIMIT 1) AS "parent_value?: f64"
+                      coalesce((SELECT p.value FROM measurements_staged p WHERE p.commit_id = ?1
+                                AND p.series_id = x.series_id ORDER BY p.run_id DESC LIMIT 1),
+                               (SELECT p.value FROM measurements p WHERE p.series_id = x.series_id
+                                AND p.commit_id = ?1 ORDER BY p.run_id DESC LIMIT 1))
+                        AS "parent_value?: f64"
                FROM benchmarks b
                JOIN series s ON s.benchmark_id = b.id
                JOIN measurements x ON x.series_id = s.id AND x.commit_id = ?2
@@ -273,7 +276,23 @@ impl Db {
                WHERE b.repository_id = (SELECT repository_id FROM commits WHERE id = ?2)
                  AND x.run_id = (SELECT max(y.run_id) FROM measurements y
                                  WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY b.name, s.metric, m.fingerprint"#,
+                 AND NOT EXISTS (SELECT 1 FROM measurements_staged z
+                                 WHERE z.commit_id = ?2 AND z.series_id = x.series_id)
+               UNION ALL
+               SELECT s.id, b.name, s.metric, s.unit, s.direction, m.fingerprint, x.value,
+                      x.samples,
+                      coalesce((SELECT p.value FROM measurements_staged p WHERE p.commit_id = ?1
+                                AND p.series_id = x.series_id ORDER BY p.run_id DESC LIMIT 1),
+                               (SELECT p.value FROM measurements p WHERE p.series_id = x.series_id
+                                AND p.commit_id = ?1 ORDER BY p.run_id DESC LIMIT 1))
+               FROM benchmarks b
+               JOIN series s ON s.benchmark_id = b.id
+               JOIN measurements_staged x ON x.commit_id = ?2 AND x.series_id = s.id
+               JOIN machines m ON m.id = s.machine_id
+               WHERE b.repository_id = (SELECT repository_id FROM commits WHERE id = ?2)
+                 AND x.run_id = (SELECT max(z.run_id) FROM measurements_staged z
+                                 WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id)
+               ORDER BY 2, 3, 6"#,
             parent_id,
             commit_id
         )
@@ -323,7 +342,18 @@ impl Db {
                  AND (?3 IS NULL OR c.position <= ?3)
                  AND x.run_id = (SELECT max(y.run_id) FROM measurements y
                                  WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-               ORDER BY c.position DESC LIMIT ?2"#,
+                 AND (x.commit_id < (SELECT min(commit_id) FROM measurements_staged)
+                      OR NOT EXISTS (SELECT 1 FROM measurements_staged z
+                                     WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id))
+               UNION ALL
+               SELECT c.position, c.sha, c.committed_at, x.value, x.samples
+               FROM staged_commits k
+               CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id AND x.series_id = ?1
+               JOIN commits c ON c.id = x.commit_id
+               WHERE c.position IS NOT NULL AND (?3 IS NULL OR c.position <= ?3)
+                 AND x.run_id = (SELECT max(z.run_id) FROM measurements_staged z
+                                 WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id)
+               ORDER BY 1 DESC LIMIT ?2"#,
             series_id,
             limit,
             until
@@ -332,44 +362,6 @@ impl Db {
         .await?;
         points.reverse();
         Ok(points)
-    }
-}
-
-/// A value of a series at a commit near the head of the branch.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecentValue {
-    pub series_id: i64,
-    pub position: i64,
-    pub value: f64,
-}
-
-impl Db {
-    /// Every series' values at the newest `window` positions of the tracked branch, oldest
-    /// first within each series (the latest run of a commit last). One key lookup per series
-    /// and commit of the window, so the cost follows the window and the series, not the
-    /// history. Series are the outer loop (`CROSS JOIN` keeps SQLite to that order): a series'
-    /// lookups then land on the same page or two, where commits outermost would visit every
-    /// series' pages once per commit, more than a reader's page cache holds.
-    pub async fn recent_values(
-        &self,
-        repository_id: i64,
-        window: i64,
-    ) -> Result<Vec<RecentValue>, DbError> {
-        Ok(sqlx::query_as!(
-            RecentValue,
-            r#"SELECT x.series_id AS "series_id!", c.position AS "position!", x.value
-               FROM benchmarks b JOIN series s ON s.benchmark_id = b.id
-               CROSS JOIN commits c
-               CROSS JOIN measurements x ON x.series_id = s.id AND x.commit_id = c.id
-               WHERE b.repository_id = ?1 AND c.repository_id = ?1 AND c.position IS NOT NULL
-                 AND c.position > (SELECT coalesce(max(position), 0) FROM commits
-                                   WHERE repository_id = ?1) - ?2
-               ORDER BY x.series_id, c.position, x.run_id"#,
-            repository_id,
-            window
-        )
-        .fetch_all(&self.reader)
-        .await?)
     }
 }
 

@@ -123,8 +123,11 @@ impl Db {
                FROM runs r JOIN commits c ON c.id = r.commit_id
                JOIN benchmarks b ON b.repository_id = c.repository_id
                JOIN series s ON s.benchmark_id = b.id AND s.machine_id = r.machine_id
-               WHERE r.id = ?1 AND EXISTS (SELECT 1 FROM measurements x WHERE x.series_id = s.id
-                                          AND x.commit_id = r.commit_id AND x.run_id = r.id)"#,
+               WHERE r.id = ?1
+                 AND (EXISTS (SELECT 1 FROM measurements_staged x WHERE x.commit_id = r.commit_id
+                              AND x.series_id = s.id AND x.run_id = r.id)
+                      OR EXISTS (SELECT 1 FROM measurements x WHERE x.series_id = s.id
+                                 AND x.commit_id = r.commit_id AND x.run_id = r.id))"#,
             run_id
         )
         .fetch_all(&self.reader)

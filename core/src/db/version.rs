@@ -11,7 +11,10 @@
 //! same result leaves cached pages in place.
 //!
 //! The update hook does not see changes to `WITHOUT ROWID` tables, nor a `DELETE` without a
-//! `WHERE` clause (SQLite truncates the table instead): kymo's schema and queries use neither.
+//! `WHERE` clause (SQLite truncates the table instead). kymo's queries use no such `DELETE`;
+//! its two `WITHOUT ROWID` tables are `measurements` and `measurements_staged`, which a stored
+//! run only ever changes together with its row in `runs` (seen). A merge of the staged rows
+//! into `measurements` changes nothing any reader sees, and rightly moves no version.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -146,6 +146,15 @@ pub struct ServeArgs {
         hide = true
     )]
     pub header_read_timeout: u64,
+    /// Seconds without a write after which staged measurements are merged into the clustered
+    /// table (0: only when enough are staged). Readers read both either way.
+    #[arg(
+        long,
+        env = "KYMO_MERGE_IDLE_SECONDS",
+        default_value_t = 30,
+        hide = true
+    )]
+    pub merge_idle_seconds: u64,
     /// Seconds a job's lease lasts without a heartbeat.
     #[arg(long, env = "KYMO_LEASE_SECONDS", default_value_t = 60, hide = true)]
     pub lease_seconds: i64,
@@ -242,6 +251,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 header_read_timeout: std::time::Duration::from_secs(
                     args.header_read_timeout.clamp(1, 3600),
                 ),
+                merge_when_idle: (args.merge_idle_seconds > 0)
+                    .then(|| std::time::Duration::from_secs(args.merge_idle_seconds.min(86_400))),
             })
             .await
         }

@@ -107,6 +107,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         data_dir: data.join("kymo-data"),
         worker_labels: Vec::new(),
         header_read_timeout: crate::serve::HEADER_READ_TIMEOUT,
+        merge_when_idle: Some(crate::serve::MERGE_WHEN_IDLE),
         access: Default::default(),
         public_url: None,
         // The demo runs only the suites it wrote itself.

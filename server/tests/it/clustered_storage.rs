@@ -71,6 +71,9 @@ async fn app_with_history() -> (TestApp, Vec<String>) {
             .await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
     }
+    // Uploads are staged first (migration 0028); what these tests put back into the old
+    // layout is the clustered table.
+    app.state.db.merge_staged().await.unwrap();
     (app, shas)
 }
 
@@ -175,6 +178,9 @@ async fn an_old_layout_database_is_converted_to_the_bit_and_reads_the_same() {
         .post("/api/v1/repos/r/results", &upload(&shas[2], 4.0))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
+    // Staged first (migration 0028), then merged into the clustered table.
+    assert_eq!(stored_rows(&app).await.len(), 16);
+    assert_eq!(app.state.db.merge_staged().await.unwrap().rows, 4);
     assert_eq!(stored_rows(&app).await.len(), 20);
 }
 

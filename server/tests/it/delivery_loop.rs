@@ -13,7 +13,12 @@ use crate::listener::Listener;
 use crate::support::TestRepo;
 
 /// A blocking HTTP call off the runtime; returns the status and the JSON answer.
-async fn call(method: &'static str, url: String, body: Value, token: &str) -> (u16, Value) {
+pub(crate) async fn call(
+    method: &'static str,
+    url: String,
+    body: Value,
+    token: &str,
+) -> (u16, Value) {
     let bearer = format!("Bearer {token}");
     tokio::task::spawn_blocking(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -51,6 +56,7 @@ async fn kymo_serve_delivers_in_the_background_and_stops_cleanly() {
         worker_labels: Vec::new(),
         allow_unconfined_suites: false,
         header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
+        merge_when_idle: Some(kymo_server::serve::MERGE_WHEN_IDLE),
         access: Default::default(),
     })
     .await

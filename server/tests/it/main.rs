@@ -40,6 +40,7 @@ mod reads;
 mod samples_storage;
 mod slow_clients;
 mod spine;
+mod staged_measurements;
 mod support;
 mod try_runs;
 mod verdicts;
