@@ -171,7 +171,12 @@ fn a_slower_run_with_a_wider_spread_is_still_a_regression() {
 fn instruction_counts_call_a_code_change_after_an_earlier_one_in_a_young_history() {
     // The hex trial on a busy machine: whole-program counts of 0.3.1, its docs commit, 0.3.2
     // (−5.6 %) and its docs commit, then 0.4.0. The time could not tell; the counts can.
-    let counts = [1_745_663_864.0, 1_745_668_632.0, 1_647_296_141.0, 1_647_282_242.0];
+    let counts = [
+        1_745_663_864.0,
+        1_745_668_632.0,
+        1_647_296_141.0,
+        1_647_282_242.0,
+    ];
     let history: Vec<CommitObservation> = (counts.iter().enumerate())
         .map(|(i, &c)| CommitObservation::new(i, c))
         .collect();
