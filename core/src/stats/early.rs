@@ -119,7 +119,7 @@ fn outstanding(base: &[CommitObservation], head: &[CommitObservation], s: &Sensi
 }
 
 /// Whether `value` lies on `level`'s side of the midpoint between `level` and `other`.
-fn on_side_of(value: f64, level: f64, other: f64) -> bool {
+pub(super) fn on_side_of(value: f64, level: f64, other: f64) -> bool {
     let midpoint = (level + other) / 2.0;
     (value - midpoint) * (level - midpoint) > 0.0
 }

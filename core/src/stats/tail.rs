@@ -16,7 +16,7 @@ use crate::model::Direction;
 
 use super::changepoint::ChangePoint;
 use super::compare::compare;
-use super::early::pooled_samples;
+use super::early::{on_side_of, pooled_samples};
 use super::noise::{CommitObservation, noise_model};
 use super::sensitivity::Sensitivity;
 
@@ -52,8 +52,7 @@ pub fn detect_tail_change(
         if !verdict.kind.is_change() || verdict.method != "mann-whitney" {
             continue;
         }
-        let midpoint = (verdict.baseline + verdict.value) / 2.0;
-        let past_midpoint = |v: f64| (v - midpoint) * (verdict.value - midpoint) > 0.0;
+        let past_midpoint = |v: f64| on_side_of(v, verdict.value, verdict.baseline);
         if !head.iter().all(|o| past_midpoint(o.value)) {
             continue;
         }
