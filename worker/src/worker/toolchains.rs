@@ -35,7 +35,7 @@ impl Worker {
                 control.record_toolchain(&self.environment.toolchain);
                 continue;
             };
-            control.phase(&format!("installing toolchain {}", pin.name));
+            control.phase(&format!("toolchain {}", pin.name));
             match self.toolchains.ensure(&pin.name, control.cancelled) {
                 Ok(version) => control.record_toolchain(&version),
                 Err(reason) => {
