@@ -43,8 +43,11 @@ pub enum Tick {
     QueueEmpty,
 }
 
+mod directories;
 mod interleave;
 mod toolchains;
+
+use self::directories::suite_dirs;
 
 /// A worker bound to one server, with this machine's fingerprint.
 pub struct Worker {
@@ -377,45 +380,6 @@ struct CheckedOut {
     dirs: SuiteDirs,
     config: KymoToml,
     used: ConfigUsed,
-}
-
-/// A repository's directories in the cache, created, with a temp directory emptied for this job.
-/// One cargo target directory (and one home) per repository keeps rebuilds incremental across
-/// commits.
-fn suite_dirs(
-    cache: &std::path::Path,
-    dir_name: &str,
-    tree: &str,
-    worktree: PathBuf,
-) -> anyhow::Result<SuiteDirs> {
-    // The home (cargo's registry) is the repository's; a comparison's two work trees each
-    // have their own target directory, so that one side's build never replaces the other's.
-    let dirs = SuiteDirs {
-        worktree,
-        target: cache.join("targets").join(tree),
-        home: cache.join("homes").join(dir_name),
-        tmp: cache.join("tmp").join(tree),
-    };
-    let _ = std::fs::remove_dir_all(&dirs.tmp);
-    let cargo_home = dirs.cargo_home();
-    for dir in [&dirs.target, &dirs.home, &dirs.tmp, &cargo_home] {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    forget_cargo_configuration(&cargo_home);
-    Ok(dirs)
-}
-
-/// Removes the configuration files a suite may have left in the repository's cargo home: cargo
-/// reads them for every later build and dependency fetch, so an earlier commit's suite could
-/// change how the next ones build, or make the fetch (which has the network) run a program.
-/// The downloads stay.
-fn forget_cargo_configuration(cargo_home: &std::path::Path) {
-    for name in ["config", "config.toml", "credentials", "credentials.toml"] {
-        let path = cargo_home.join(name);
-        if std::fs::remove_file(&path).is_err() {
-            let _ = std::fs::remove_dir_all(&path);
-        }
-    }
 }
 
 /// What a running job shares with its heartbeat: the phases to report and whether the lease
