@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::build_env::CapLints;
 use crate::sandbox::settings::{RawBoundary, SuiteBoundary};
+use crate::toolchain::{PinnedToolchain, ToolchainName, ToolchainSource};
 
 /// Largest `kymo.toml` accepted, in bytes.
 pub const KYMO_TOML_MAX_BYTES: usize = 64 * 1024;
@@ -51,6 +53,12 @@ pub struct Suite {
     /// Run the command once more under valgrind and store the instructions it executed, for
     /// programs that cannot say where a benchmark starts (see `instructions.rs`).
     pub instructions: bool,
+    /// The toolchain its commands build with: the `toolchain` key when there is one; the
+    /// worker fills it in from the commit's `rust-toolchain(.toml)` otherwise (see
+    /// `toolchain.rs`). `None`: the worker's default toolchain.
+    pub toolchain: Option<PinnedToolchain>,
+    /// `cap_lints = "warn"`: no lint fails its build (rustc's `--cap-lints`).
+    pub cap_lints: Option<CapLints>,
 }
 
 /// The output format a suite's `run` command prints: one of kymo-core's parsers.
@@ -118,6 +126,13 @@ pub enum ConfigError {
         key: &'static str,
         reason: String,
     },
+    #[error("suite {suite:?}: `{key} = {value:?}` is invalid: {reason}")]
+    InvalidBuildSetting {
+        suite: String,
+        key: &'static str,
+        value: String,
+        reason: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -144,6 +159,8 @@ struct RawSuite {
     disk: Option<String>,
     #[serde(default)]
     instructions: bool,
+    toolchain: Option<String>,
+    cap_lints: Option<String>,
 }
 
 /// Parses and validates the raw bytes of a `kymo.toml`, rejecting oversized or non-UTF-8 files.
@@ -241,6 +258,26 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
         key: problem.key,
         reason: problem.reason,
     })?;
+    let invalid = |key, value: &str, reason| ConfigError::InvalidBuildSetting {
+        suite: name.clone(),
+        key,
+        value: value.chars().take(40).collect(),
+        reason,
+    };
+    let toolchain = match &raw.toolchain {
+        None => None,
+        Some(value) => Some(PinnedToolchain {
+            name: ToolchainName::parse(value)
+                .map_err(|reason| invalid("toolchain", value, reason))?,
+            source: ToolchainSource::SuiteKey,
+        }),
+    };
+    let cap_lints = match &raw.cap_lints {
+        None => None,
+        Some(value) => {
+            Some(CapLints::parse(value).map_err(|reason| invalid("cap_lints", value, reason))?)
+        }
+    };
     Ok(Suite {
         name,
         build: raw.build,
@@ -250,6 +287,8 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
         timeout,
         boundary,
         instructions: raw.instructions,
+        toolchain,
+        cap_lints,
     })
 }
 
@@ -634,6 +673,48 @@ run = "hyperfine --export-json - ./x"
             error_of(&suite("env = { A = 1 }")),
             ConfigError::Syntax(_)
         ));
+    }
+
+    #[test]
+    fn a_toolchain_and_a_lint_cap_are_build_settings_of_a_suite() {
+        let plain = &parse_kymo_toml(&suite("")).unwrap().suites[0];
+        assert_eq!((plain.toolchain.as_ref(), plain.cap_lints), (None, None));
+        let text = suite("toolchain = \"nightly-2024-01-01\"\ncap_lints = \"warn\"");
+        let pinned = &parse_kymo_toml(&text).unwrap().suites[0];
+        let pin = pinned.toolchain.as_ref().unwrap();
+        assert_eq!(pin.name.as_str(), "nightly-2024-01-01");
+        assert_eq!(pin.source, ToolchainSource::SuiteKey);
+        assert_eq!(pinned.cap_lints, Some(CapLints::Warn));
+        let long = format!("toolchain = \"{}\"", "1".repeat(10_000));
+        for (body, key) in [
+            ("toolchain = \"--force\"", "toolchain"),
+            ("toolchain = \"stable; rm -rf ~\"", "toolchain"),
+            ("toolchain = \"../../usr/bin\"", "toolchain"),
+            ("toolchain = \"\"", "toolchain"),
+            (long.as_str(), "toolchain"),
+            ("cap_lints = \"deny\"", "cap_lints"),
+            ("cap_lints = \"warn -C opt-level=0\"", "cap_lints"),
+        ] {
+            let error = error_of(&suite(body));
+            assert!(
+                matches!(&error, ConfigError::InvalidBuildSetting { suite, key: k, .. } if suite == "s" && *k == key),
+                "{body}: {error}"
+            );
+            assert!(
+                error.to_string().len() < 400,
+                "the message stays short: {error}"
+            );
+        }
+        for wrong_type in [
+            "toolchain = 1.95",
+            "cap_lints = true",
+            "toolchain = [\"stable\"]",
+        ] {
+            assert!(
+                matches!(error_of(&suite(wrong_type)), ConfigError::Syntax(_)),
+                "{wrong_type}"
+            );
+        }
     }
 
     #[test]

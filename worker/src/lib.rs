@@ -5,6 +5,7 @@
 //! suites in their own process groups with timeouts and capped output, inside a boundary that
 //! keeps the untrusted benchmark code away from kymo's data, and talking to the server over HTTP. It must not know about SQL or the dashboard.
 
+pub mod build_env;
 pub mod client;
 pub mod config;
 pub mod credentials;
@@ -14,8 +15,10 @@ pub mod instructions;
 pub mod mirror;
 #[cfg(test)]
 mod properties;
+pub mod rustup;
 pub mod sandbox;
 pub mod suite;
+pub mod toolchain;
 pub mod worker;
 
 pub use worker::{Tick, Worker, WorkerConfig};

@@ -40,7 +40,15 @@ fn toml_value() -> impl Strategy<Value = String> {
 fn suite_table() -> impl Strategy<Value = String> {
     let key = prop::sample::select(
         &[
-            "name", "build", "run", "format", "repeat", "timeout", "extra",
+            "name",
+            "build",
+            "run",
+            "format",
+            "repeat",
+            "timeout",
+            "extra",
+            "toolchain",
+            "cap_lints",
         ][..],
     );
     prop::collection::vec((key, toml_value()), 0..8).prop_map(|pairs| {

@@ -8,9 +8,11 @@ use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
 use kymo_core::protocol::{ONLY_BENCHMARKS_ENV, SuiteUpload};
 use kymo_core::results::{SuiteResults, median};
 
+use crate::build_env::{BuildSettings, apply_build_settings, set_variable};
 use crate::config::Suite;
 use crate::exec::{CommandOutcome, CommandSpec, ExitKind, run_command};
 use crate::instructions::{command_result, total_instructions, under_callgrind};
+use crate::sandbox::settings::SuiteBoundary;
 use crate::sandbox::{Sandbox, SuiteDirs};
 
 /// Limits on what a benchmark command may print.
@@ -69,6 +71,17 @@ fn describe_exit(step: &str, suite: &Suite, outcome: &CommandOutcome) -> String 
     format!("suite {:?}: the {step} command {what}", suite.name)
 }
 
+/// One command of a suite, and where and how it runs.
+struct Step<'a> {
+    name: &'a str,
+    command: &'a str,
+    cwd: &'a Path,
+    env: Vec<(String, String)>,
+    boundary: &'a SuiteBoundary,
+}
+
+/// A command of the suite as its `kymo.toml` says: in the work tree, with its declared
+/// variables, its build settings and its boundary.
 fn run_step(
     ctx: &SuiteContext,
     suite: &Suite,
@@ -76,6 +89,44 @@ fn run_step(
     command: &str,
     log: &mut String,
 ) -> Result<CommandOutcome, SuiteFailure> {
+    let mut env = ctx
+        .sandbox
+        .environment(ctx.dirs, ctx.commit, &suite.boundary);
+    let settings = BuildSettings {
+        toolchain: suite.toolchain.as_ref(),
+        offline: !suite.boundary.network,
+        cap_lints: suite.cap_lints,
+    };
+    apply_build_settings(&mut env, &settings);
+    if !ctx.only_benchmarks.is_empty() {
+        env.push((
+            ONLY_BENCHMARKS_ENV.to_owned(),
+            ctx.only_benchmarks.join("\n"),
+        ));
+    }
+    let step = Step {
+        name: step,
+        command,
+        cwd: &ctx.dirs.worktree,
+        env,
+        boundary: &suite.boundary,
+    };
+    run_in_boundary(ctx, suite, &step, log)
+}
+
+fn run_in_boundary(
+    ctx: &SuiteContext,
+    suite: &Suite,
+    step: &Step,
+    log: &mut String,
+) -> Result<CommandOutcome, SuiteFailure> {
+    let Step {
+        name: step,
+        command,
+        cwd,
+        ref env,
+        boundary,
+    } = *step;
     let cannot_start = |e: std::io::Error| SuiteFailure {
         error: format!(
             "suite {:?}: cannot start the {step} command: {e}",
@@ -83,25 +134,16 @@ fn run_step(
         ),
         log_tail: String::new(),
     };
-    let mut env = ctx
-        .sandbox
-        .environment(ctx.dirs, ctx.commit, &suite.boundary);
-    if !ctx.only_benchmarks.is_empty() {
-        env.push((
-            ONLY_BENCHMARKS_ENV.to_owned(),
-            ctx.only_benchmarks.join("\n"),
-        ));
-    }
     let prepared = ctx
         .sandbox
-        .prepare(ctx.dirs, ctx.cache_dir, &suite.boundary)
+        .prepare(ctx.dirs, ctx.cache_dir, boundary)
         .map_err(cannot_start)?;
     let cancelled = || ctx.cancel.load(Ordering::Relaxed);
     let watch = || cancelled() || prepared.disk_exceeded();
     let outcome = run_command(&CommandSpec {
         command,
-        cwd: &ctx.dirs.worktree,
-        env: &env,
+        cwd,
+        env,
         clear_env: true,
         child_setup: Some(prepared.child_setup()),
         watch: Some(&watch),
@@ -169,12 +211,55 @@ pub fn build_suite(
     suite: &Suite,
     log: &mut String,
 ) -> Result<(), SuiteFailure> {
+    if !suite.boundary.network && ctx.dirs.worktree.join("Cargo.toml").is_file() {
+        (ctx.progress)(format!("fetching the dependencies of suite {}", suite.name));
+        fetch_dependencies(ctx, suite, log)?;
+    }
     if let Some(build) = &suite.build {
         (ctx.progress)(format!("building suite {}", suite.name));
         run_step(ctx, suite, "build", build, log)?;
     }
     Ok(())
 }
+
+/// Downloads the dependencies of the work tree's `Cargo.toml` into the repository's cargo home
+/// with the network, for a suite that has none: its commands then build offline from them.
+///
+/// Only cargo runs here, with the network, so nothing of the commit's may run with it: the
+/// command runs outside the work tree (cargo reads no `.cargo/config.toml` of the commit, whose
+/// `rustc-wrapper` could run its code), without the suite's declared variables (`RUSTC_WRAPPER`
+/// is one), inside the same filesystem boundary and limits as the suite's own commands. Only
+/// the host's dependencies are fetched: a build on this machine needs no others.
+fn fetch_dependencies(
+    ctx: &SuiteContext,
+    suite: &Suite,
+    log: &mut String,
+) -> Result<(), SuiteFailure> {
+    let boundary = SuiteBoundary {
+        env: Vec::new(),
+        network: true,
+        ..suite.boundary.clone()
+    };
+    let mut env = ctx.sandbox.environment(ctx.dirs, ctx.commit, &boundary);
+    let settings = BuildSettings {
+        toolchain: suite.toolchain.as_ref(),
+        ..BuildSettings::default()
+    };
+    apply_build_settings(&mut env, &settings);
+    let manifest = ctx.dirs.worktree.join("Cargo.toml");
+    set_variable(&mut env, "KYMO_MANIFEST", manifest.display().to_string());
+    let step = Step {
+        name: "dependency fetch (with the network, before the suite runs without it)",
+        command: FETCH_COMMAND,
+        cwd: Path::new("/"),
+        env,
+        boundary: &boundary,
+    };
+    run_in_boundary(ctx, suite, &step, log).map(|_| ())
+}
+
+/// `cargo fetch` of the manifest named by `KYMO_MANIFEST`, for the host the toolchain builds for.
+const FETCH_COMMAND: &str = r#"cargo fetch --manifest-path "$KYMO_MANIFEST" --target "$(rustc -vV | sed -n 's/^host: //p')""#;
 
 /// Runs a built suite `repeat` times and merges the repeats.
 pub fn measure_suite(

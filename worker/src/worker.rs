@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -17,6 +17,7 @@ use crate::client::ServerClient;
 use crate::config::{KYMO_TOML_MAX_BYTES, KymoToml, parse_kymo_toml_bytes};
 use crate::fingerprint::{detect_environment, detect_specs};
 use crate::mirror::{Mirror, mirror_dir_name};
+use crate::rustup::Toolchains;
 use crate::sandbox::{Sandbox, SandboxConfig, SuiteDirs};
 use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, run_suite};
 
@@ -42,7 +43,11 @@ pub enum Tick {
     QueueEmpty,
 }
 
+mod directories;
 mod interleave;
+mod toolchains;
+
+use self::directories::suite_dirs;
 
 /// A worker bound to one server, with this machine's fingerprint.
 pub struct Worker {
@@ -51,6 +56,8 @@ pub struct Worker {
     specs: MachineSpecs,
     environment: Environment,
     sandbox: Sandbox,
+    /// Toolchains that suites pinned, installed before their boundary closes.
+    toolchains: Toolchains,
 }
 
 /// Most bytes of the combined suite log sent with a completion.
@@ -66,6 +73,7 @@ impl Worker {
             config,
             specs: detect_specs(),
             environment: detect_environment(),
+            toolchains: Toolchains::new(),
         }
     }
 
@@ -97,7 +105,7 @@ impl Worker {
         };
         tracing::info!(job = job.id, repo = job.repository, commit = %job.commit, "running job");
         let outcome = self.with_heartbeat(&job, |control| self.run_job(&job, control));
-        let Some(outcome) = outcome else {
+        let Some((outcome, environment)) = outcome else {
             // The server marked it cancelled already: there is nothing to report.
             tracing::info!(job = job.id, "job cancelled");
             return Ok(Tick::Ran {
@@ -111,7 +119,7 @@ impl Worker {
         );
         let completion = Completion {
             lease_id: job.lease_id.clone(),
-            environment: self.environment.clone(),
+            environment,
             outcome,
         };
         self.client
@@ -177,13 +185,18 @@ impl Worker {
                     }
                 }
             });
-            let control = JobControl { phases, cancelled };
+            let control = JobControl {
+                phases,
+                cancelled,
+                toolchains: Mutex::default(),
+            };
             work(&control)
         })
     }
 
-    /// Runs the job; `None` when it was cancelled while it ran.
-    fn run_job(&self, job: &ClaimedJob, control: &JobControl) -> Option<JobOutcome> {
+    /// Runs the job; `None` when it was cancelled while it ran. The environment is this
+    /// machine's, with the compilers the job's suites built with.
+    fn run_job(&self, job: &ClaimedJob, control: &JobControl) -> Option<(JobOutcome, Environment)> {
         let outcome = match self.try_run_job(job, control) {
             Ok(outcome) => outcome,
             Err(err) => {
@@ -197,7 +210,12 @@ impl Worker {
                 }
             }
         };
-        (!control.cancelled.load(Ordering::Relaxed)).then_some(outcome)
+        let mut environment = self.environment.clone();
+        let toolchains = control.toolchains.lock().expect("toolchains lock");
+        if !toolchains.is_empty() {
+            environment.toolchain = toolchains.join(" + ");
+        }
+        (!control.cancelled.load(Ordering::Relaxed)).then_some((outcome, environment))
     }
 
     fn try_run_job(&self, job: &ClaimedJob, control: &JobControl) -> anyhow::Result<JobOutcome> {
@@ -321,6 +339,12 @@ impl Worker {
                 suite.boundary.network = false;
             }
         }
+        if let Err(error) = self.pin_toolchains(mirror, sha, &mut config, control) {
+            return Ok(Err(JobOutcome::Failed {
+                error,
+                log_tail: String::new(),
+            }));
+        }
         let dir_name = mirror_dir_name(&job.repository)?;
         let dirs = suite_dirs(cache, &dir_name, tree, worktree)?;
         Ok(Ok(CheckedOut {
@@ -358,40 +382,25 @@ struct CheckedOut {
     used: ConfigUsed,
 }
 
-/// A repository's directories in the cache, created, with a temp directory emptied for this job.
-/// One cargo target directory (and one home) per repository keeps rebuilds incremental across
-/// commits.
-fn suite_dirs(
-    cache: &std::path::Path,
-    dir_name: &str,
-    tree: &str,
-    worktree: PathBuf,
-) -> anyhow::Result<SuiteDirs> {
-    // The home (cargo's registry) is the repository's; a comparison's two work trees each
-    // have their own target directory, so that one side's build never replaces the other's.
-    let dirs = SuiteDirs {
-        worktree,
-        target: cache.join("targets").join(tree),
-        home: cache.join("homes").join(dir_name),
-        tmp: cache.join("tmp").join(tree),
-    };
-    let _ = std::fs::remove_dir_all(&dirs.tmp);
-    for dir in [&dirs.target, &dirs.home, &dirs.tmp] {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    Ok(dirs)
-}
-
 /// What a running job shares with its heartbeat: the phases to report and whether the lease
-/// was lost.
+/// was lost; and the compilers its suites built with.
 struct JobControl<'a> {
     phases: mpsc::Sender<String>,
     cancelled: &'a AtomicBool,
+    /// Each distinct `rustc --version`, in the order the suites used them.
+    toolchains: Mutex<Vec<String>>,
 }
 
 impl JobControl<'_> {
     fn phase(&self, phase: &str) {
         let _ = self.phases.send(phase.to_owned());
+    }
+
+    fn record_toolchain(&self, version: &str) {
+        let mut toolchains = self.toolchains.lock().expect("toolchains lock");
+        if !version.is_empty() && !toolchains.iter().any(|v| v == version) {
+            toolchains.push(version.to_owned());
+        }
     }
 }
 

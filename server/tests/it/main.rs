@@ -6,6 +6,7 @@ mod alerts;
 mod api;
 mod at_rest;
 mod backfill;
+mod build_env;
 mod cache;
 mod cli_listing;
 mod clustered_storage;

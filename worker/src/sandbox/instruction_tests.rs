@@ -20,6 +20,8 @@ fn counting_suite(loops: u32) -> Suite {
         timeout: Duration::from_secs(120),
         boundary: SuiteBoundary::default(),
         instructions: true,
+        toolchain: None,
+        cap_lints: None,
     }
 }
 

@@ -8,6 +8,8 @@
 //! what one command needs, and [`ChildSetup::apply`] enforces it in the child between fork and
 //! exec.
 
+#[cfg(test)]
+mod cargo_tests;
 pub mod cgroup;
 #[cfg(test)]
 mod instruction_tests;
@@ -46,8 +48,13 @@ pub struct Sandbox {
     config: SandboxConfig,
     landlock_abi: Option<i32>,
     cgroups: CgroupBases,
+    /// The worker's own cargo home: only its `bin` (rustup's proxies, installed subcommands)
+    /// is given to suites, never its registry, configuration or credentials.
     cargo_home: PathBuf,
     rustup_home: PathBuf,
+    /// The worker's `RUSTUP_TOOLCHAIN`, if it was started with one: the default toolchain of
+    /// suites that pin none, so that they build with what the worker records as its toolchain.
+    default_toolchain: Option<String>,
     path: String,
 }
 
@@ -58,6 +65,14 @@ pub struct SuiteDirs {
     pub target: PathBuf,
     pub home: PathBuf,
     pub tmp: PathBuf,
+}
+
+impl SuiteDirs {
+    /// The repository's own cargo home, inside its home: writable, so that cargo downloads
+    /// dependencies there once and keeps them for the repository's next commits.
+    pub fn cargo_home(&self) -> PathBuf {
+        self.home.join(".cargo")
+    }
 }
 
 /// System directories a suite may read (and execute from). Anything else it reads must be
@@ -98,6 +113,9 @@ impl Sandbox {
             cgroups,
             cargo_home: from_env("CARGO_HOME", ".cargo"),
             rustup_home: from_env("RUSTUP_HOME", ".rustup"),
+            default_toolchain: std::env::var("RUSTUP_TOOLCHAIN")
+                .ok()
+                .filter(|t| !t.is_empty()),
             path: std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
             config,
         }
@@ -165,7 +183,7 @@ impl Sandbox {
             ("TMPDIR".to_owned(), dirs.tmp.display().to_string()),
             (
                 "CARGO_HOME".to_owned(),
-                self.cargo_home.display().to_string(),
+                dirs.cargo_home().display().to_string(),
             ),
             (
                 "RUSTUP_HOME".to_owned(),
@@ -177,6 +195,9 @@ impl Sandbox {
             ),
             ("KYMO_COMMIT".to_owned(), commit.to_owned()),
         ];
+        if let Some(toolchain) = &self.default_toolchain {
+            env.push(("RUSTUP_TOOLCHAIN".to_owned(), toolchain.clone()));
+        }
         env.extend(boundary.env.iter().cloned());
         env
     }
@@ -192,7 +213,7 @@ impl Sandbox {
         protected.push(cache_dir.to_owned());
         let ruleset = if self.is_confined() {
             let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
-            read.extend([self.cargo_home.clone(), self.rustup_home.clone()]);
+            read.extend([self.cargo_home.join("bin"), self.rustup_home.clone()]);
             read.extend(
                 self.path
                     .split(':')

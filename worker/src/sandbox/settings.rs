@@ -15,14 +15,16 @@ pub const MAX_SIZE: u64 = 1 << 40;
 /// Smallest memory or disk limit: below it not even a shell starts.
 pub const MIN_SIZE: u64 = 1 << 20;
 
-/// Variables the worker sets itself; a suite may not replace them.
-const RESERVED: [&str; 6] = [
+/// Variables the worker sets itself; a suite may not replace them. `RUSTUP_TOOLCHAIN` is the
+/// `toolchain` key's, which the worker installs before the boundary closes.
+const RESERVED: [&str; 7] = [
     "PATH",
     "HOME",
     "TMPDIR",
     "CARGO_TARGET_DIR",
     "CARGO_HOME",
     "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
 ];
 /// Variables that change what the dynamic loader or the shell runs before the suite's own code;
 /// they could only be used to hide what a suite does, so they are refused.
@@ -146,6 +148,13 @@ fn validate_env(env: BTreeMap<String, String>) -> Result<Vec<(String, String)>, 
             return Err(problem(
                 "env",
                 format!("{shown:?}: KYMO_ variables are kymo's own"),
+            ));
+        }
+        if name == "RUSTUP_TOOLCHAIN" {
+            return Err(problem(
+                "env",
+                "RUSTUP_TOOLCHAIN is set by the worker: pin the toolchain with the suite's \
+                 `toolchain` key, which the worker installs first",
             ));
         }
         if RESERVED.contains(&name.as_str()) || LOADER.contains(&name.as_str()) {
@@ -322,6 +331,7 @@ mod tests {
             "PATH",
             "HOME",
             "CARGO_TARGET_DIR",
+            "RUSTUP_TOOLCHAIN",
             "LD_PRELOAD",
             "BASH_ENV",
             "",
