@@ -96,6 +96,13 @@ fn run_step(
         .sandbox
         .prepare(ctx.dirs, ctx.cache_dir, &suite.boundary)
         .map_err(cannot_start)?;
+    // Said in the job's log whether the job succeeds or fails (a failure's log is its tail).
+    let held: String = (prepared.held_limits().iter())
+        .map(|line| format!("suite {}: {line}\n", suite.name))
+        .collect();
+    if !log.contains(&held) {
+        log.push_str(&held);
+    }
     let cancelled = || ctx.cancel.load(Ordering::Relaxed);
     let watch = || cancelled() || prepared.disk_exceeded();
     let outcome = run_command(&CommandSpec {
@@ -109,7 +116,18 @@ fn run_step(
         stdout_cap: ctx.limits.stdout_cap,
         log_cap: ctx.limits.log_cap,
     })
-    .map_err(cannot_start)?;
+    .map_err(|e| match prepared.setup_failure() {
+        // Never run with less than the boundary promises: the job fails and says why.
+        Some(stage) => SuiteFailure {
+            error: format!(
+                "suite {:?}: the {step} command did not run: its boundary could not be set up ({}: {e})",
+                suite.name,
+                stage.describe()
+            ),
+            log_tail: held.clone(),
+        },
+        None => cannot_start(e),
+    })?;
     let signal = match outcome.exit {
         ExitKind::Signaled(signal) => Some(signal),
         _ => None,
@@ -132,7 +150,7 @@ fn run_step(
                 "suite {:?}: the {step} command was killed because the job was cancelled",
                 suite.name
             ),
-            log_tail: outcome.log_tail.clone(),
+            log_tail: format!("{held}{}", outcome.log_tail),
         });
     }
     if let Some(limit) = limit {
@@ -141,13 +159,13 @@ fn run_step(
                 "suite {:?}: the {step} command hit its {limit} and was stopped",
                 suite.name
             ),
-            log_tail: outcome.log_tail.clone(),
+            log_tail: format!("{held}{}", outcome.log_tail),
         });
     }
     if outcome.exit != ExitKind::Success {
         return Err(SuiteFailure {
             error: describe_exit(step, suite, &outcome),
-            log_tail: outcome.log_tail.clone(),
+            log_tail: format!("{held}{}", outcome.log_tail),
         });
     }
     Ok(outcome)

@@ -26,6 +26,7 @@ mod git_faults;
 mod git_http;
 mod grants;
 mod hostile;
+mod hostile_suites;
 mod incremental_analysis;
 mod lease;
 mod listener;

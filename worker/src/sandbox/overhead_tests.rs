@@ -18,6 +18,7 @@ use std::fs;
 use std::time::Duration;
 
 use super::ChildSetup;
+use super::namespaces::{NamespaceMode, Namespaces};
 use super::settings::SuiteBoundary;
 use super::tests::Server;
 use crate::exec::{CommandSpec, run_command};
@@ -33,6 +34,8 @@ enum Mode {
     Environment,
     /// The child setup with nothing in it: capabilities dropped, no core files.
     Capabilities,
+    /// Its own PID and mount namespaces and `/proc` (and the two processes that hold them).
+    Namespaces,
     /// RLIMIT_NPROC, RLIMIT_DATA and RLIMIT_FSIZE, as where no cgroup can be made.
     Rlimits,
     /// The suite's cgroups (pids, memory) only.
@@ -43,11 +46,12 @@ enum Mode {
     Inside,
 }
 
-const MODES: [Mode; 8] = [
+const MODES: [Mode; 9] = [
     Mode::Outside,
     Mode::Direct,
     Mode::Environment,
     Mode::Capabilities,
+    Mode::Namespaces,
     Mode::Rlimits,
     Mode::Cgroups,
     Mode::Landlock,
@@ -62,11 +66,16 @@ fn setup_for(mode: Mode, full: &ChildSetup, boundary: &SuiteBoundary) -> Option<
         processes: None,
         memory: None,
         disk: libc::RLIM_INFINITY,
-        network: true,
+        namespaces: Namespaces::new(NamespaceMode::Unavailable, true),
+        report: full.report.clone(),
     };
     match mode {
         Mode::Outside | Mode::Direct | Mode::Environment => None,
         Mode::Capabilities => Some(nothing),
+        Mode::Namespaces => Some(ChildSetup {
+            namespaces: full.namespaces.clone(),
+            ..nothing
+        }),
         Mode::Rlimits => Some(ChildSetup {
             processes: Some(boundary.processes),
             memory: Some(boundary.memory),
