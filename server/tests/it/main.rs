@@ -25,6 +25,7 @@ mod floods;
 mod git_faults;
 mod git_http;
 mod grants;
+mod headers;
 mod hostile;
 mod hostile_suites;
 mod incremental_analysis;
