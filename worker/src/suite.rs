@@ -11,7 +11,7 @@ use kymo_core::results::{SuiteResults, median};
 use crate::config::Suite;
 use crate::exec::{CommandOutcome, CommandSpec, ExitKind, run_command};
 use crate::instructions::{command_result, total_instructions, under_callgrind};
-use crate::sandbox::{Sandbox, SuiteDirs};
+use crate::sandbox::{Sandbox, Stage, SuiteDirs};
 
 /// Limits on what a benchmark command may print.
 #[derive(Debug, Clone, Copy)]
@@ -117,15 +117,7 @@ fn run_step(
         log_cap: ctx.limits.log_cap,
     })
     .map_err(|e| match prepared.setup_failure() {
-        // Never run with less than the boundary promises: the job fails and says why.
-        Some(stage) => SuiteFailure {
-            error: format!(
-                "suite {:?}: the {step} command did not run: its boundary could not be set up ({}: {e})",
-                suite.name,
-                stage.describe()
-            ),
-            log_tail: held.clone(),
-        },
+        Some(stage) => boundary_failed(suite, step, stage, &e, &held),
         None => cannot_start(e),
     })?;
     let signal = match outcome.exit {
@@ -169,6 +161,25 @@ fn run_step(
         });
     }
     Ok(outcome)
+}
+
+/// A command that did not run because `stage` of its boundary could not be set up: never
+/// run with less than the boundary promises, fail the job and say why.
+fn boundary_failed(
+    suite: &Suite,
+    step: &str,
+    stage: Stage,
+    error: &std::io::Error,
+    held: &str,
+) -> SuiteFailure {
+    SuiteFailure {
+        error: format!(
+            "suite {:?}: the {step} command did not run: its boundary could not be set up ({}: {error})",
+            suite.name,
+            stage.describe()
+        ),
+        log_tail: held.to_owned(),
+    }
 }
 
 /// Builds and runs one suite `repeat` times and merges the repeats.

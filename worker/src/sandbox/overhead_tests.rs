@@ -241,3 +241,52 @@ fn kernel_overhead() {
     }
     println!("{rounds} rounds\n{table}");
 }
+
+/// What starting one command in its own namespaces costs (a fork and a `/proc` mount more than
+/// without): `true` run `KYMO_ROUNDS` times (default 101) in each of the capabilities-only,
+/// namespaces-only and full setups, interleaved; prints each mode's median wall time.
+///
+/// ```text
+/// KYMO_ROUNDS=201 cargo test -p kymo-worker --lib command_start_cost -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn command_start_cost() {
+    let rounds: usize = std::env::var("KYMO_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(101);
+    let server = Server::new();
+    let boundary = SuiteBoundary::default();
+    let modes = [Mode::Capabilities, Mode::Namespaces, Mode::Inside];
+    let mut took: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    for round in 0..rounds {
+        for step in 0..modes.len() {
+            let index = (step + round) % modes.len();
+            let prepared = (server.sandbox)
+                .prepare(&server.dirs, &server.data, &boundary)
+                .unwrap();
+            let setup = setup_for(modes[index], prepared.child_setup(), &boundary);
+            let outcome = run_command(&CommandSpec {
+                command: "true",
+                cwd: &server.dirs.worktree,
+                env: &[],
+                clear_env: true,
+                child_setup: setup.as_ref(),
+                watch: None,
+                timeout: Duration::from_secs(60),
+                stdout_cap: 1 << 20,
+                log_cap: 4 << 10,
+            })
+            .unwrap();
+            assert!(outcome.exit.is_success(), "{:?}", modes[index]);
+            took[index].push(outcome.duration.as_secs_f64() * 1e3);
+        }
+    }
+    for (mode, times) in modes.iter().zip(&mut took) {
+        eprintln!(
+            "{mode:?}: median {:.2} ms over {rounds} commands",
+            median(times)
+        );
+    }
+}
