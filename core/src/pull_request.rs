@@ -80,6 +80,8 @@ struct LabPayload {
 
 #[derive(Deserialize)]
 struct LabUser {
+    #[serde(default)]
+    id: Option<i64>,
     username: String,
 }
 
@@ -92,6 +94,9 @@ struct LabRequest {
     action: Option<String>,
     source_project_id: i64,
     target_project_id: i64,
+    /// Who wrote the merge request; `user` is whoever caused this event (a reopen, an edit).
+    #[serde(default)]
+    author_id: Option<i64>,
     last_commit: LabCommit,
     /// Set on an `update` that pushed new commits (the head before them).
     #[serde(default)]
@@ -156,10 +161,7 @@ pub fn parse_pull_request(
                 action,
                 number: request.iid,
                 title: clip(&request.title, MAX_TITLE_CHARS),
-                author: clip(
-                    &p.user.map(|u| u.username).unwrap_or_default(),
-                    MAX_LOGIN_CHARS,
-                ),
+                author: clip(&lab_author(p.user, request.author_id), MAX_LOGIN_CHARS),
                 head: sha(&request.last_commit.id)?,
                 from_fork: request.source_project_id != request.target_project_id,
             }
@@ -172,6 +174,18 @@ pub fn parse_pull_request(
         )));
     }
     Ok(event)
+}
+
+/// A merge request's author as far as a GitLab payload tells: it names only the user who
+/// caused the event, and the author by number. When they are one user, that user's login;
+/// otherwise (a maintainer reopened someone else's request) the author's number, which is no
+/// login and so never among the allowed fork authors.
+fn lab_author(user: Option<LabUser>, author_id: Option<i64>) -> String {
+    match (user, author_id) {
+        (Some(user), Some(author)) if user.id == Some(author) => user.username,
+        (_, Some(author)) => format!("GitLab user #{author}"),
+        (_, None) => "an unknown GitLab user".to_owned(),
+    }
 }
 
 /// Whether `author` is among `allowed` (comma-separated logins, compared without case, as
@@ -240,10 +254,10 @@ mod tests {
     fn lab(action: &str, source: i64, oldrev: Option<&str>) -> Vec<u8> {
         serde_json::to_vec(&serde_json::json!({
             "object_kind": "merge_request",
-            "user": { "username": "ada" },
+            "user": { "id": 7, "username": "ada" },
             "project": { "id": 1, "path_with_namespace": "acme/app" },
             "object_attributes": {
-                "iid": 3, "title": "Faster", "action": action,
+                "iid": 3, "title": "Faster", "action": action, "author_id": 7,
                 "source_project_id": source, "target_project_id": 1,
                 "last_commit": { "id": HEAD }, "oldrev": oldrev,
             },
@@ -267,6 +281,33 @@ mod tests {
         assert_eq!(edited.action, PullAction::Other("update".into()));
         let merged = parse_pull_request(Provider::GitLab, &lab("merge", 1, None)).unwrap();
         assert_eq!(merged.action, PullAction::Closed);
+    }
+
+    #[test]
+    fn a_gitlab_request_reopened_by_another_user_is_not_theirs() {
+        let own = parse_pull_request(Provider::GitLab, &lab("reopen", 2, None)).unwrap();
+        assert_eq!(own.author, "ada");
+        let mut reopened: serde_json::Value =
+            serde_json::from_slice(&lab("reopen", 2, None)).unwrap();
+        reopened["user"] = serde_json::json!({ "id": 1, "username": "maintainer" });
+        reopened["object_attributes"]["author_id"] = 99.into();
+        let event =
+            parse_pull_request(Provider::GitLab, &serde_json::to_vec(&reopened).unwrap()).unwrap();
+        assert_eq!(event.author, "GitLab user #99");
+        assert!(!author_allowed("maintainer,ada", &event.author));
+        // A payload that does not say who wrote the request names nobody.
+        reopened["object_attributes"]
+            .as_object_mut()
+            .unwrap()
+            .remove("author_id");
+        reopened["user"] = serde_json::json!({ "id": 99, "username": "maintainer" });
+        let event =
+            parse_pull_request(Provider::GitLab, &serde_json::to_vec(&reopened).unwrap()).unwrap();
+        assert!(
+            !author_allowed("maintainer", &event.author),
+            "{}",
+            event.author
+        );
     }
 
     #[test]

@@ -54,6 +54,9 @@ impl BenchmarkResult {
 
 /// Limits on what one run may hold, so that a hostile or broken upload is refused whole.
 pub const MAX_MEASUREMENTS_PER_RUN: usize = 1_000_000;
+/// Most benchmarks one suite of a run may hold: what every parser accepts from one document,
+/// so that an upload through the API holds no more than `kymo upload` or a worker can send.
+pub const MAX_BENCHMARKS_PER_SUITE: usize = crate::format::kymo::MAX_BENCHMARKS;
 pub const MAX_SAMPLES_PER_METRIC: usize = 100_000;
 pub const MAX_HDR_BASE64_BYTES: usize = 1_400_000;
 
@@ -147,6 +150,13 @@ pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), St
         check_name("suite name", &suite.suite, 64)?;
         if suite.results.benchmarks.is_empty() {
             return Err(format!("suite {:?} has no benchmarks", suite.suite));
+        }
+        if suite.results.benchmarks.len() > MAX_BENCHMARKS_PER_SUITE {
+            return Err(format!(
+                "suite {:?} holds {} benchmarks; at most {MAX_BENCHMARKS_PER_SUITE} are accepted",
+                suite.suite,
+                suite.results.benchmarks.len()
+            ));
         }
         for bench in &suite.results.benchmarks {
             check_name("benchmark name", &bench.name, 200)?;
@@ -300,6 +310,34 @@ mod tests {
         let mut bad_name = upload(1.0);
         bad_name[0].results.benchmarks[0].name = "a\u{0}b".into();
         assert!(validate_suites(&bad_name).is_err());
+    }
+
+    #[test]
+    fn a_suite_holds_at_most_as_many_benchmarks_as_a_parser_accepts() {
+        let mut full = upload(1.0);
+        let one = full[0].results.benchmarks[0].clone();
+        full[0].results.benchmarks = (0..MAX_BENCHMARKS_PER_SUITE)
+            .map(|i| BenchmarkResult {
+                name: format!("b{i}"),
+                ..one.clone()
+            })
+            .collect();
+        assert!(validate_suites(&full).is_ok());
+        let mut over = full.clone();
+        over[0].results.benchmarks.push(BenchmarkResult {
+            name: "one more".into(),
+            ..one
+        });
+        let err = validate_suites(&over).unwrap_err();
+        assert!(err.contains("10001 benchmarks; at most 10000"), "{err}");
+        // Split in two suites, the same benchmarks are two documents' worth, and accepted.
+        let mut split = over.clone();
+        let second = split[0].results.benchmarks.split_off(5_000);
+        split.push(crate::protocol::SuiteUpload {
+            suite: "second".into(),
+            results: SuiteResults { benchmarks: second },
+        });
+        assert!(validate_suites(&split).is_ok());
     }
 
     #[test]

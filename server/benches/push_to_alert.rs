@@ -131,6 +131,7 @@ async fn main() {
         data_dir: dir.path().join("data"),
         public_url: None,
         allow_unconfined_suites: false,
+        suite_maximums: Default::default(),
         worker_labels: Vec::new(),
         header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
         merge_when_idle: Some(kymo_server::serve::MERGE_WHEN_IDLE),

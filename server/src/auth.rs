@@ -149,6 +149,17 @@ pub enum Caller {
     Session(Session),
 }
 
+impl Caller {
+    /// An admin token, or a browser session (only admins open one).
+    pub fn is_admin(&self) -> bool {
+        match self {
+            Caller::Token(credential) => credential.allows(TokenScope::Admin),
+            Caller::Session(_) => true,
+            Caller::Anonymous => false,
+        }
+    }
+}
+
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)
@@ -236,6 +247,18 @@ impl FromRequestParts<AppState> for Admin {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Self> {
         let name = require_scope(parts, state, TokenScope::Admin).await?;
         Ok(Admin { name })
+    }
+}
+
+/// Whether whoever reads is an admin (an admin token or a browser session), for what only
+/// admins may read: the words a forge or an alert channel answered with.
+pub struct ReaderIsAdmin(pub bool);
+
+impl FromRequestParts<AppState> for ReaderIsAdmin {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Self> {
+        Ok(ReaderIsAdmin(identify(parts, state).await?.is_admin()))
     }
 }
 

@@ -23,6 +23,7 @@ pub mod error;
 pub mod export;
 pub mod forge;
 pub mod git;
+pub mod headers;
 pub mod interleaved;
 pub mod limits;
 pub mod low_priority;
@@ -71,6 +72,7 @@ pub fn app(state: AppState) -> Router {
             axum::http::StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(120),
         ))
+        .layer(axum::middleware::from_fn(headers::security_headers))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -36,6 +36,8 @@ pub struct ServeOptions {
     pub public_url: Option<String>,
     /// Let the embedded worker run suites where the kernel cannot confine them.
     pub allow_unconfined_suites: bool,
+    /// The admin's ceilings on what the embedded worker's suites may ask for.
+    pub suite_maximums: kymo_worker::sandbox::maximums::MaximumSettings,
     /// How long a client may take to send a request's header (and may stay idle between
     /// requests) before its connection is closed.
     pub header_read_timeout: Duration,
@@ -192,6 +194,7 @@ fn worker_sandbox(options: &ServeOptions) -> kymo_worker::sandbox::SandboxConfig
     kymo_worker::sandbox::SandboxConfig {
         protected,
         allow_unconfined: options.allow_unconfined_suites,
+        maximums: options.suite_maximums,
     }
 }
 

@@ -13,7 +13,7 @@ use crate::config::Suite;
 use crate::exec::{CommandOutcome, CommandSpec, ExitKind, run_command};
 use crate::instructions::{command_result, total_instructions, under_callgrind};
 use crate::sandbox::settings::SuiteBoundary;
-use crate::sandbox::{Sandbox, SuiteDirs};
+use crate::sandbox::{Sandbox, Stage, SuiteDirs};
 
 /// Limits on what a benchmark command may print.
 #[derive(Debug, Clone, Copy)]
@@ -138,6 +138,13 @@ fn run_in_boundary(
         .sandbox
         .prepare(ctx.dirs, ctx.cache_dir, boundary)
         .map_err(cannot_start)?;
+    // Said in the job's log whether the job succeeds or fails (a failure's log is its tail).
+    let held: String = (prepared.held_limits().iter())
+        .map(|line| format!("suite {}: {line}\n", suite.name))
+        .collect();
+    if !log.contains(&held) {
+        log.push_str(&held);
+    }
     let cancelled = || ctx.cancel.load(Ordering::Relaxed);
     let watch = || cancelled() || prepared.disk_exceeded();
     let outcome = run_command(&CommandSpec {
@@ -151,7 +158,10 @@ fn run_in_boundary(
         stdout_cap: ctx.limits.stdout_cap,
         log_cap: ctx.limits.log_cap,
     })
-    .map_err(cannot_start)?;
+    .map_err(|e| match prepared.setup_failure() {
+        Some(stage) => boundary_failed(suite, step, stage, &e, &held),
+        None => cannot_start(e),
+    })?;
     let signal = match outcome.exit {
         ExitKind::Signaled(signal) => Some(signal),
         _ => None,
@@ -174,7 +184,7 @@ fn run_in_boundary(
                 "suite {:?}: the {step} command was killed because the job was cancelled",
                 suite.name
             ),
-            log_tail: outcome.log_tail.clone(),
+            log_tail: format!("{held}{}", outcome.log_tail),
         });
     }
     if let Some(limit) = limit {
@@ -183,16 +193,35 @@ fn run_in_boundary(
                 "suite {:?}: the {step} command hit its {limit} and was stopped",
                 suite.name
             ),
-            log_tail: outcome.log_tail.clone(),
+            log_tail: format!("{held}{}", outcome.log_tail),
         });
     }
     if outcome.exit != ExitKind::Success {
         return Err(SuiteFailure {
             error: describe_exit(step, suite, &outcome),
-            log_tail: outcome.log_tail.clone(),
+            log_tail: format!("{held}{}", outcome.log_tail),
         });
     }
     Ok(outcome)
+}
+
+/// A command that did not run because `stage` of its boundary could not be set up: never
+/// run with less than the boundary promises, fail the job and say why.
+fn boundary_failed(
+    suite: &Suite,
+    step: &str,
+    stage: Stage,
+    error: &std::io::Error,
+    held: &str,
+) -> SuiteFailure {
+    SuiteFailure {
+        error: format!(
+            "suite {:?}: the {step} command did not run: its boundary could not be set up ({}: {error})",
+            suite.name,
+            stage.describe()
+        ),
+        log_tail: held.to_owned(),
+    }
 }
 
 /// Builds and runs one suite `repeat` times and merges the repeats.

@@ -66,7 +66,7 @@ const MAX_LOG: usize = 64 * 1024;
 impl Worker {
     pub fn new(config: WorkerConfig) -> Self {
         let client = ServerClient::new(&config.server, Some(config.token.clone()));
-        let sandbox = Sandbox::probe(config.sandbox.clone());
+        let sandbox = Sandbox::probe(config.sandbox.clone(), &config.cache_dir);
         Self {
             client,
             sandbox,

@@ -113,6 +113,22 @@ pub struct OutboxProgress {
     pub log: Vec<AttemptRow>,
 }
 
+impl OutboxProgress {
+    /// The log as anyone may read it: whether and with which status the remote answered, not
+    /// its words. An admin sets where alerts and statuses go, so an answer's body could be an
+    /// internal service's reply read back through kymo; it stays for admins.
+    pub fn hide_answers(&mut self) {
+        for attempt in &mut self.log {
+            if attempt.error.is_some() {
+                attempt.error = Some(match attempt.http_status {
+                    Some(status) => format!("answered {status}; what it said is shown to admins"),
+                    None => "no answer; the error is shown to admins".to_owned(),
+                });
+            }
+        }
+    }
+}
+
 /// A delivery as the log shows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct DeliveryRow {

@@ -6,6 +6,7 @@
 //! index lookup instead of a scan of the whole batch per benchmark.
 
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use super::jobs::lease_lost;
 use super::{Db, DbError};
@@ -130,10 +131,11 @@ impl Db {
         };
         let config_source = record.config.map(|c| c.source.as_str());
         let config_hash = record.config.map(|c| c.sha256.as_str());
+        let digest = record.upload_key.map(|_| upload_digest(&record));
         let mut tx = self.begin_write().await?;
-        if let Some(key) = record.upload_key {
+        if let (Some(key), Some(digest)) = (record.upload_key, &digest) {
             // Under the write lock: two attempts with one key cannot both get past this.
-            if let Some(stored) = upload_by_key(&mut tx, record.repository_id, key).await? {
+            if let Some(stored) = upload_by_key(&mut tx, record.repository_id, key, digest).await? {
                 return Ok(stored);
             }
         }
@@ -192,13 +194,15 @@ impl Db {
         if let Some(key) = record.upload_key {
             let measurements = i64::try_from(batches.count).unwrap_or(i64::MAX);
             sqlx::query!(
-                r#"INSERT INTO upload_keys (repository_id, key, run_id, measurements, created_at)
-                   VALUES (?, ?, ?, ?, ?)"#,
+                r#"INSERT INTO upload_keys (repository_id, key, run_id, measurements, created_at,
+                                            digest)
+                   VALUES (?, ?, ?, ?, ?, ?)"#,
                 record.repository_id,
                 key,
                 run_id,
                 measurements,
-                now
+                now,
+                digest
             )
             .execute(&mut *tx)
             .await?;
@@ -214,13 +218,49 @@ impl Db {
 
 impl Db {
     /// The run an earlier upload with idempotency key `key` stored in the repository, if any.
+    /// Refuses (a conflict) when that upload held other results than `record`'s.
     pub async fn upload_with_key(
         &self,
-        repository_id: i64,
-        key: &str,
+        record: &RunRecord<'_>,
     ) -> Result<Option<IngestSummary>, DbError> {
+        let Some(key) = record.upload_key else {
+            return Ok(None);
+        };
         let mut connection = self.reader.acquire().await?;
-        upload_by_key(&mut connection, repository_id, key).await
+        upload_by_key(
+            &mut connection,
+            record.repository_id,
+            key,
+            &upload_digest(record),
+        )
+        .await
+    }
+}
+
+/// What an upload holds, as one digest: its commit, machine, environment and results. The
+/// same results sent again (a retry) give the same digest however their JSON was spelled.
+pub fn upload_digest(record: &RunRecord<'_>) -> String {
+    let mut hasher = Sha256::new();
+    for id in [record.commit_id, record.machine_id] {
+        hasher.update(id.to_le_bytes());
+    }
+    let content = (record.environment, record.suites);
+    serde_json::to_writer(DigestWriter(&mut hasher), &content)
+        .expect("an environment and validated suites always serialize");
+    hex::encode(hasher.finalize())
+}
+
+/// Feeds what serde writes straight into the hasher, without a copy of a large upload.
+struct DigestWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for DigestWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -228,15 +268,26 @@ async fn upload_by_key(
     connection: &mut sqlx::SqliteConnection,
     repository_id: i64,
     key: &str,
+    digest: &str,
 ) -> Result<Option<IngestSummary>, DbError> {
     let row = sqlx::query!(
-        "SELECT run_id, measurements FROM upload_keys WHERE repository_id = ? AND key = ?",
+        "SELECT run_id, measurements, digest FROM upload_keys WHERE repository_id = ? AND key = ?",
         repository_id,
         key
     )
     .fetch_optional(&mut *connection)
     .await?;
-    Ok(row.map(|row| IngestSummary {
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    if row.digest.as_deref().is_some_and(|stored| stored != digest) {
+        return Err(DbError::Conflict(format!(
+            "Idempotency-Key {key:?} was sent before with other results (stored as run {}); \
+             these were not stored: send them under a key of their own",
+            row.run_id
+        )));
+    }
+    Ok(Some(IngestSummary {
         run_id: row.run_id,
         measurements: usize::try_from(row.measurements).unwrap_or(0),
     }))

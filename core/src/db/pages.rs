@@ -253,12 +253,26 @@ impl Db {
     }
 
     /// Every result of a commit (the latest run's, per series) beside its first parent's.
-    /// Reached through the repository's series, one key lookup each: `measurements` is
-    /// clustered by series, and nothing leads with `commit_id`.
     pub async fn commit_measurements(
         &self,
         commit_id: i64,
         parent_id: Option<i64>,
+    ) -> Result<Vec<CommitMeasurementRow>, DbError> {
+        // SQLite reads a negative LIMIT as none.
+        self.commit_measurements_window(commit_id, parent_id, 0, -1)
+            .await
+    }
+
+    /// The results of a commit from the `from`-th, at most `limit` of them, in the order of
+    /// benchmark, metric and machine: what one page of an answer shows, whatever a run holds.
+    /// Reached through the repository's series, one key lookup each: `measurements` is
+    /// clustered by series, and nothing leads with `commit_id`.
+    pub async fn commit_measurements_window(
+        &self,
+        commit_id: i64,
+        parent_id: Option<i64>,
+        from: i64,
+        limit: i64,
     ) -> Result<Vec<CommitMeasurementRow>, DbError> {
         Ok(sqlx::query_as!(
             CommitMeasurementRow,
@@ -292,11 +306,30 @@ impl Db {
                WHERE b.repository_id = (SELECT repository_id FROM commits WHERE id = ?2)
                  AND x.run_id = (SELECT max(z.run_id) FROM measurements_staged z
                                  WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id)
-               ORDER BY 2, 3, 6"#,
+               ORDER BY 2, 3, 6
+               LIMIT ?3 OFFSET ?4"#,
             parent_id,
-            commit_id
+            commit_id,
+            limit,
+            from
         )
         .fetch_all(&self.reader)
+        .await?)
+    }
+
+    /// How many results a commit has (one per series measured at it).
+    pub async fn commit_measurement_count(&self, commit_id: i64) -> Result<i64, DbError> {
+        Ok(sqlx::query_scalar!(
+            r#"SELECT count(*) AS "count!: i64"
+               FROM benchmarks b JOIN series s ON s.benchmark_id = b.id
+               WHERE b.repository_id = (SELECT repository_id FROM commits WHERE id = ?1)
+                 AND (EXISTS (SELECT 1 FROM measurements x
+                              WHERE x.series_id = s.id AND x.commit_id = ?1)
+                      OR EXISTS (SELECT 1 FROM measurements_staged z
+                                 WHERE z.commit_id = ?1 AND z.series_id = s.id))"#,
+            commit_id
+        )
+        .fetch_one(&self.reader)
         .await?)
     }
 

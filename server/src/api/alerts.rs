@@ -14,7 +14,7 @@ use crate::alerts::{
     AlertChannelView, GITHUB_API, NewAlertChannel, StatusTargetRequest, StatusTargetView,
     redact_url, token_hint,
 };
-use crate::auth::Admin;
+use crate::auth::{Admin, ReaderIsAdmin};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
@@ -95,16 +95,25 @@ pub struct DeliveryLog {
 }
 
 #[utoipa::path(get, path = "/repos/{repo}/alerts/deliveries", tag = "alerts", params(RepoPath),
-    responses((status = 200, description = "Alert deliveries and commit-status posts with their attempts, newest first", body = DeliveryLog),
+    responses((status = 200, description = "Alert deliveries and commit-status posts with their attempts, newest first; what a remote answered is shown to admins, its status to everyone", body = DeliveryLog),
         (status = 404, description = "No such repository", body = ApiErrorBody)))]
 pub async fn deliveries(
     State(state): State<AppState>,
+    ReaderIsAdmin(admin): ReaderIsAdmin,
     Path(repo): Path<String>,
 ) -> AppResult<Json<DeliveryLog>> {
     let repo = state.db.repository(&repo).await?;
+    let mut deliveries = state.db.alert_deliveries(repo.id, LOG_LIMIT).await?;
+    let mut statuses = state.db.status_posts(repo.id, LOG_LIMIT).await?;
+    if !admin {
+        deliveries
+            .iter_mut()
+            .for_each(|d| d.progress.hide_answers());
+        statuses.iter_mut().for_each(|s| s.progress.hide_answers());
+    }
     Ok(Json(DeliveryLog {
-        deliveries: state.db.alert_deliveries(repo.id, LOG_LIMIT).await?,
-        statuses: state.db.status_posts(repo.id, LOG_LIMIT).await?,
+        deliveries,
+        statuses,
     }))
 }
 

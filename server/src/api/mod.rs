@@ -1,6 +1,7 @@
 //! The JSON API under `/api/v1`.
 
 mod alerts;
+mod commits;
 mod comparisons;
 mod doc;
 mod queue;
@@ -12,8 +13,8 @@ mod webhooks;
 mod worker;
 
 pub use alerts::{DeliveryLog, LOG_LIMIT, target_view};
+pub use commits::load_commit;
 pub use comparisons::merge_base;
-pub use repos::load_commit;
 pub use verdicts::{csv_response, load_regression};
 
 use axum::Router;
@@ -60,7 +61,7 @@ fn documented() -> OpenApiRouter<AppState> {
             settings::put_suites,
             settings::delete_suites
         ))
-        .routes(routes!(repos::commit))
+        .routes(routes!(commits::commit))
         .routes(routes!(series::series))
         .routes(routes!(verdicts::regressions))
         .routes(routes!(verdicts::regression))

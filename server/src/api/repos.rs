@@ -5,15 +5,14 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::credentials::{GitCredential, redact_secrets, split_url_credentials};
 use kymo_core::db::{
-    CommitMeasurementRow, CommitRow, CommitRunRow, IngestSummary, JobReason, RepositoryRow,
-    RepositorySettings, RepositorySummary, RunRecord, validate_repository,
+    IngestSummary, JobReason, RepositoryRow, RepositorySettings, RepositorySummary, RunRecord,
+    validate_repository,
 };
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{
     ApiErrorBody, BackfillRequest, NewRepository, RunQueued, RunRequest, UploadAccepted,
     UploadRequest,
 };
-use serde::Serialize;
 
 use super::ApiJson;
 use super::doc::RepoPath;
@@ -166,47 +165,13 @@ pub async fn enqueue_run(
     Ok((StatusCode::ACCEPTED, Json(RunQueued { commit, jobs })))
 }
 
-/// A commit with everything measured on it.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct CommitDetail {
-    pub commit: CommitRow,
-    pub runs: Vec<CommitRunRow>,
-    pub results: Vec<CommitMeasurementRow>,
-}
-
-/// Loads a commit and its results; shared by the API and the commit page.
-pub async fn load_commit(state: &AppState, repo: &str, sha: &str) -> AppResult<CommitDetail> {
-    let repo = state.db.repository(repo).await?;
-    let commit = state.db.commit(repo.id, sha).await?;
-    let parent_id = match commit.parents.split(' ').next().map(CommitSha::parse) {
-        Some(Ok(parent)) => state.db.commit_id(repo.id, &parent).await?,
-        _ => None,
-    };
-    let runs = state.db.commit_runs(commit.id).await?;
-    let results = state.db.commit_measurements(commit.id, parent_id).await?;
-    Ok(CommitDetail {
-        commit,
-        runs,
-        results,
-    })
-}
-
-#[utoipa::path(get, path = "/repos/{repo}/commits/{sha}", tag = "repos",
-    params(RepoPath, ("sha" = String, Path, description = "Full commit hash")),
-    responses((status = 200, description = "The commit, its runs and its results", body = CommitDetail), (status = 404, description = "No such repository or commit", body = ApiErrorBody)))]
-pub async fn commit(
-    State(state): State<AppState>,
-    Path((repo, sha)): Path<(String, String)>,
-) -> AppResult<Json<CommitDetail>> {
-    Ok(Json(load_commit(&state, &repo, &sha).await?))
-}
-
 #[utoipa::path(post, path = "/repos/{repo}/results", tag = "repos", params(RepoPath),
     request_body = UploadRequest,
     responses(
         (status = 201, description = "Stored and analysed", body = UploadAccepted),
         (status = 200, description = "An upload with this `Idempotency-Key` was stored already: its run", body = UploadAccepted),
         (status = 404, description = "No such repository", body = ApiErrorBody),
+        (status = 409, description = "This `Idempotency-Key` was sent before with other results", body = ApiErrorBody),
         (status = 413, description = "Body too large", body = ApiErrorBody),
         (status = 422, description = "Malformed or invalid results", body = ApiErrorBody)))]
 pub async fn upload_results(
@@ -256,28 +221,21 @@ pub async fn upload_results(
         machine: machine.clone(),
         measurements: summary.measurements,
     };
-    if let Some(key) = key
-        && let Some(stored) = state.db.upload_with_key(repo.id, key).await?
-    {
+    let record = RunRecord {
+        repository_id: repo.id,
+        commit_id,
+        machine_id,
+        job: None,
+        environment: &upload.environment,
+        log: "",
+        suites: &upload.suites,
+        config: None,
+        upload_key: key,
+    };
+    if let Some(stored) = state.db.upload_with_key(&record).await? {
         return Ok((StatusCode::OK, Json(accepted(stored))));
     }
-    let summary = state
-        .db
-        .store_run(
-            RunRecord {
-                repository_id: repo.id,
-                commit_id,
-                machine_id,
-                job: None,
-                environment: &upload.environment,
-                log: "",
-                suites: &upload.suites,
-                config: None,
-                upload_key: key,
-            },
-            now,
-        )
-        .await?;
+    let summary = state.db.store_run(record, now).await?;
     crate::analysis::after_stored_run(&state, repo.id, summary.run_id).await;
     Ok((StatusCode::CREATED, Json(accepted(summary))))
 }

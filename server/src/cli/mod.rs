@@ -172,15 +172,43 @@ pub struct ServeArgs {
     #[arg(long, env = "KYMO_TRUSTED_PROXY")]
     pub trusted_proxy: Option<std::net::IpAddr>,
     #[command(flatten)]
-    pub unconfined: UnconfinedArg,
+    pub suites: SuiteBoundaryArgs,
 }
 
 #[derive(Debug, Args)]
-pub struct UnconfinedArg {
+pub struct SuiteBoundaryArgs {
     /// Run benchmark suites even where the kernel cannot keep them out of kymo's database and
-    /// tokens (no Landlock): anyone who can push to a tracked branch could then act as admin.
+    /// tokens (no Landlock) or give them their own PID namespace: anyone who can push to a
+    /// tracked branch could then act as admin.
     #[arg(long, env = "KYMO_ALLOW_UNCONFINED_SUITES")]
     pub allow_unconfined_suites: bool,
+    /// The most memory any suite gets (`512MiB`, `8GiB`), whatever its kymo.toml asks;
+    /// default: three quarters of this machine's memory.
+    #[arg(long, env = "KYMO_MAX_SUITE_MEMORY", value_parser = parse_size)]
+    pub max_suite_memory: Option<u64>,
+    /// The most disk space a suite's command may add; default: nine tenths of the space free
+    /// where suites write, when the worker starts.
+    #[arg(long, env = "KYMO_MAX_SUITE_DISK", value_parser = parse_size)]
+    pub max_suite_disk: Option<u64>,
+    /// The most processes and threads a suite may have at once; default: an eighth of this
+    /// machine's process table, from 256 to 8192.
+    #[arg(long, env = "KYMO_MAX_SUITE_PROCESSES", value_parser = clap::value_parser!(u32).range(1..=32_768))]
+    pub max_suite_processes: Option<u32>,
+}
+
+impl SuiteBoundaryArgs {
+    /// The ceilings the admin set (the machine's own where not).
+    pub fn maximums(&self) -> kymo_worker::sandbox::maximums::MaximumSettings {
+        kymo_worker::sandbox::maximums::MaximumSettings {
+            memory: self.max_suite_memory,
+            disk: self.max_suite_disk,
+            processes: self.max_suite_processes,
+        }
+    }
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    kymo_worker::sandbox::settings::parse_size(text)
 }
 
 #[derive(Debug, Args)]
@@ -194,7 +222,7 @@ pub struct WorkerArgs {
     #[arg(long = "label", env = "KYMO_LABELS", value_delimiter = ',')]
     pub labels: Vec<String>,
     #[command(flatten)]
-    pub unconfined: UnconfinedArg,
+    pub suites: SuiteBoundaryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -247,7 +275,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     trusted_proxy: args.trusted_proxy,
                 },
                 public_url: args.public_url,
-                allow_unconfined_suites: args.unconfined.allow_unconfined_suites,
+                allow_unconfined_suites: args.suites.allow_unconfined_suites,
+                suite_maximums: args.suites.maximums(),
                 header_read_timeout: std::time::Duration::from_secs(
                     args.header_read_timeout.clamp(1, 3600),
                 ),
@@ -269,7 +298,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 labels: args.labels,
                 sandbox: kymo_worker::sandbox::SandboxConfig {
                     protected: Vec::new(),
-                    allow_unconfined: args.unconfined.allow_unconfined_suites,
+                    allow_unconfined: args.suites.allow_unconfined_suites,
+                    maximums: args.suites.maximums(),
                 },
             };
             blocking(move || {

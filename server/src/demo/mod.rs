@@ -112,6 +112,7 @@ pub async fn demo(options: DemoOptions) -> anyhow::Result<()> {
         public_url: None,
         // The demo runs only the suites it wrote itself.
         allow_unconfined_suites: true,
+        suite_maximums: Default::default(),
     })
     .await?;
     let state = running.state.clone();

@@ -4,6 +4,7 @@ use askama::Template;
 use axum::extract::{Path, State};
 use kymo_core::db::OutboxProgress;
 
+use super::access::Viewer;
 use super::format::utc;
 use super::{PageResult, render};
 use crate::alerts::{AlertChannelView, StatusTargetView};
@@ -78,11 +79,21 @@ impl LogView {
     }
 }
 
-pub async fn alerts(State(state): State<AppState>, Path(repo_name): Path<String>) -> PageResult {
+pub async fn alerts(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(repo_name): Path<String>,
+) -> PageResult {
     let repo = state.db.repository(&repo_name).await?;
     let channels = state.db.alert_channels(repo.id).await?;
-    let deliveries = state.db.alert_deliveries(repo.id, LOG_LIMIT).await?;
-    let statuses = state.db.status_posts(repo.id, LOG_LIMIT).await?;
+    let mut deliveries = state.db.alert_deliveries(repo.id, LOG_LIMIT).await?;
+    let mut statuses = state.db.status_posts(repo.id, LOG_LIMIT).await?;
+    if !viewer.caller.is_admin() {
+        deliveries
+            .iter_mut()
+            .for_each(|d| d.progress.hide_answers());
+        statuses.iter_mut().for_each(|s| s.progress.hide_answers());
+    }
     render(&AlertsPage {
         channels: channels
             .into_iter()

@@ -204,13 +204,25 @@ struct CommitPage {
     position: Option<i64>,
     runs: Vec<RunView>,
     results: Vec<ResultView>,
+    shown: RowWindow,
+}
+
+/// Results a commit page shows at a time: the rest are a click away, so that the page stays a
+/// size a browser can hold however many a run stored.
+const COMMIT_PAGE: usize = 200;
+
+/// Which of a commit's results its page shows.
+#[derive(Debug, Deserialize)]
+pub struct CommitPageQuery {
+    from: Option<usize>,
 }
 
 pub async fn commit(
     State(state): State<AppState>,
     Path((repo, sha)): Path<(String, String)>,
+    Query(query): Query<CommitPageQuery>,
 ) -> PageResult {
-    let detail = load_commit(&state, &repo, &sha).await?;
+    let detail = load_commit(&state, &repo, &sha, None).await?;
     // The same verdicts as the compare page with the parent, so both show one number.
     let verdicts = parent_verdicts(&state, &repo, &detail.commit).await;
     let runs = detail
@@ -283,7 +295,8 @@ pub async fn commit(
         .collect();
     // The largest changes first.
     results.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let results = results.into_iter().map(|(_, view)| view).collect();
+    let shown = RowWindow::new(results.len(), query.from, COMMIT_PAGE);
+    let results = shown.of(results).map(|(_, view)| view).collect();
     let c = detail.commit;
     render(&CommitPage {
         repo,
@@ -296,6 +309,7 @@ pub async fn commit(
         position: c.position,
         runs,
         results,
+        shown,
     })
 }
 

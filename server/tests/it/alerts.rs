@@ -242,6 +242,77 @@ async fn a_regression_alerts_each_channel_once_through_failures() {
     assert!(repo_page.as_str().unwrap().contains("/repos/r/alerts"));
 }
 
+/// An admin chooses where alerts and statuses go, so a URL can name an internal service:
+/// whatever it answers is the admins' to read. Anyone sees that it answered, and with which
+/// status; only an admin (token or session) sees what it said.
+#[tokio::test]
+async fn what_a_channel_or_forge_answered_is_shown_to_admins_only() {
+    const SECRET: &str = "db_password=hunter2";
+    let app = TestApp::new().await;
+    let (_repo, shas, changes) = repository_with_a_regression(&app).await;
+    let internal = Listener::answering_saying(&[500], SECRET);
+    add_channel(&app, &format!("{}/hook", internal.url), "json").await;
+    let target = json!({ "kind": "github", "api_url": internal.url, "slug": "ada/kymo",
+                         "token": "ghp_secret0123456789" });
+    let (status, answer) = app
+        .request(
+            "PUT",
+            "/api/v1/repos/r/commit-status",
+            Body::from(target.to_string()),
+            Some(&app.admin),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    regressions_found(&app.state, &changes).await.unwrap();
+    let (status, _) = app
+        .post("/api/v1/repos/r/runs", &json!({ "commit": shas[3] }))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(deliver_once(&app.state).await.unwrap(), 2);
+    assert_eq!(
+        internal.received().len(),
+        2,
+        "an alert and a status were sent"
+    );
+
+    let public = delivery_log(&app).await.to_string();
+    assert!(!public.contains("hunter2"), "{public}");
+    assert_eq!(
+        public
+            .matches("answered 500; what it said is shown to admins")
+            .count(),
+        2,
+        "{public}"
+    );
+    let (_, page) = app
+        .request("GET", "/repos/r/alerts", Body::empty(), None)
+        .await;
+    let page = page.as_str().unwrap();
+    assert!(
+        page.contains("HTTP 500") && !page.contains("hunter2"),
+        "{page}"
+    );
+
+    let (status, admin) = app
+        .request(
+            "GET",
+            "/api/v1/repos/r/alerts/deliveries",
+            Body::empty(),
+            Some(&app.admin),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(admin.to_string().matches("hunter2").count(), 2, "{admin}");
+    let (cookie, _) = app.login().await;
+    let page = app.page_with_cookie("/repos/r/alerts", &cookie).await;
+    assert!(page.contains(SECRET), "{page}");
+    // A junk cookie is anyone: it gets what anyone gets (and from the cache).
+    let page = app
+        .page_with_cookie("/repos/r/alerts", "kymo_session=forged")
+        .await;
+    assert!(!page.contains("hunter2"), "{page}");
+}
+
 #[tokio::test]
 async fn a_channel_that_keeps_failing_is_given_up_on_schedule() {
     let app = TestApp::new().await;

@@ -142,6 +142,19 @@ impl TestApp {
         (pair, session.expect("a live session").csrf)
     }
 
+    /// A page as the browser holding `cookie` gets it.
+    pub async fn page_with_cookie(&self, path: &str, cookie: &str) -> String {
+        let request = Request::builder()
+            .uri(path)
+            .header("cookie", cookie)
+            .body(Body::empty())
+            .unwrap();
+        let response = app(self.state.clone()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
     /// Posts a form as a logged-in admin's browser does (without JavaScript); returns the
     /// status.
     pub async fn form(&self, path: &str, fields: &str) -> StatusCode {

@@ -1,6 +1,7 @@
 //! The boundary around benchmark code, end to end: a repository's network setting overrides
-//! every commit's kymo.toml, and a remote worker keeps its token out of reach of the suites
-//! it runs.
+//! every commit's kymo.toml; a remote worker's suites see no process but their own (so not its
+//! environment or token) and hold no capability; a worker that cannot make their namespaces
+//! refuses to run them, or fails what it cannot contain.
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -115,10 +116,13 @@ fn a_repository_without_network_cuts_every_suite_whatever_its_kymo_toml_says() {
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "the suite connected");
 }
 
-/// `kymo worker` on another machine: its token, given on the command line and in its
-/// environment, is blanked before any suite runs, and its cache is out of reach.
+/// `kymo worker` on another machine, with its token on its command line and in its
+/// environment beside a cloud key and a forge token: its suites run in their own PID
+/// namespace, so none of it is in sight (not merely blanked), and they hold no capability.
 #[test]
-fn a_remote_worker_keeps_its_token_out_of_reach_of_the_suites_it_runs() {
+fn a_remote_worker_keeps_its_environment_and_token_out_of_sight_of_the_suites_it_runs() {
+    const CLOUD_KEY: &str = "cloud-secret-0123456789";
+    const FORGE_TOKEN: &str = "forge-secret-9876543210";
     let server = KymoServer::start(&["--no-worker"]);
     let token = worker_token(&server);
     let cache = tempfile::tempdir().unwrap();
@@ -127,6 +131,8 @@ fn a_remote_worker_keeps_its_token_out_of_reach_of_the_suites_it_runs() {
         .arg("--cache-dir")
         .arg(cache.path())
         .env("KYMO_TOKEN", &token)
+        .env("AWS_SECRET_ACCESS_KEY", CLOUD_KEY)
+        .env("FORGE_TOKEN", FORGE_TOKEN)
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
         .spawn()
@@ -136,11 +142,13 @@ fn a_remote_worker_keeps_its_token_out_of_reach_of_the_suites_it_runs() {
     let script = format!(
         "W={pid}\n\
          probe() {{ if sh -c \"$2\" >/dev/null 2>&1; then echo \"BREACH $1\" >&2; else echo \"denied $1\" >&2; fi; }}\n\
-         probe 'token in the environment' \"tr '\\\\0' '\\\\n' < /proc/$W/environ | grep -q '^KYMO_TOKEN=.'\"\n\
+         probe 'the worker environment' \"cat /proc/$W/environ\"\n\
+         probe 'the worker command line' \"cat /proc/$W/cmdline\"\n\
          probe 'the mirrors' \"ls '{cache}/mirrors'\"\n\
          probe 'the worker memory' \"head -c 1 /proc/$W/mem\"\n\
-         echo \"command line: $(tr '\\0' ' ' < /proc/$W/cmdline)\" >&2\n\
-         echo \"environment: $(tr '\\0' '\\n' < /proc/$W/environ | grep '^KYMO_' | tr '\\n' ' ')\" >&2\n\
+         echo \"environments in sight: $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' ' ')\" >&2\n\
+         echo \"command lines in sight: $(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ')\" >&2\n\
+         grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status >&2\n\
          {}",
         bench_script(1.0),
         cache = cache_dir.display(),
@@ -168,10 +176,13 @@ fn a_remote_worker_keeps_its_token_out_of_reach_of_the_suites_it_runs() {
         "a benchmark all the same: {job:#}"
     );
     let log = job["log_tail"].as_str().unwrap_or_default();
-    assert!(!log.contains(&token), "the token leaked: {log}");
+    for secret in [token.as_str(), CLOUD_KEY, FORGE_TOKEN] {
+        assert!(!log.contains(secret), "{secret} leaked: {log}");
+    }
     assert!(!log.contains("BREACH"), "{log}");
     for attempt in [
-        "token in the environment",
+        "the worker environment",
+        "the worker command line",
         "the mirrors",
         "the worker memory",
     ] {
@@ -180,7 +191,84 @@ fn a_remote_worker_keeps_its_token_out_of_reach_of_the_suites_it_runs() {
             "{attempt}: {log}"
         );
     }
-    // The suite did read both: what it found there was blank.
-    assert!(log.contains("worker --server"), "{log}");
-    assert!(log.contains("KYMO_TOKEN="), "{log}");
+    assert!(!log.contains("worker --server"), "{log}");
+    for set in ["CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            log.contains(&format!("{set}:\t0000000000000000")),
+            "{set}: {log}"
+        );
+    }
+    assert!(log.contains("NoNewPrivs:\t1"), "{log}");
+}
+
+/// A worker that can make no namespace: not root (here root of a user namespace, with every
+/// capability dropped) where user namespaces are disabled (that namespace allows no nested
+/// one, as bubblewrap's `--disable-userns` does). It refuses to run suites unless its admin
+/// accepts that, and even then a suite without the network fails instead of running with
+/// Landlock's TCP rule alone; the next job runs.
+#[test]
+fn a_worker_that_can_make_no_namespace_refuses_or_fails_what_it_cannot_contain() {
+    let server = KymoServer::start(&["--no-worker"]);
+    let token = worker_token(&server);
+    let cache = tempfile::tempdir().unwrap();
+    let worker = |extra: &[&str]| {
+        let mut command = Command::new("unshare");
+        command
+            .args(["--user", "--map-root-user", "sh", "-c"])
+            .arg(
+                "echo 0 > /proc/sys/user/max_user_namespaces && \
+                 exec setpriv --bounding-set=-all --inh-caps=-all \"$@\"",
+            )
+            .args(["sh", kymo_bin(), "worker", "--server", &server.url])
+            .args(["--token", &token, "--cache-dir"])
+            .arg(cache.path())
+            .args(extra)
+            .env("RUST_LOG", "error");
+        command
+    };
+    let refused = worker(&[]).output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("NO PID namespace") && said.contains("refuses to run suites"),
+        "{said}"
+    );
+
+    let suite = |network: bool| {
+        format!(
+            "[[suite]]\nname = \"s\"\nrun = \"sh bench.sh\"\nformat = \"kymo\"\ntimeout = \"30s\"\nnetwork = {network}\n"
+        )
+    };
+    let script = format!("echo 'the suite ran' >&2\n{}", bench_script(1.0));
+    let repo = TestRepo::new();
+    let offline = repo.commit(
+        &[("kymo.toml", &suite(false)), ("bench.sh", &script)],
+        "offline",
+    );
+    let online = repo.commit(&[("kymo.toml", &suite(true))], "online");
+    assert_ok(&server.kymo(&["repo", "add", "r", repo.path().to_str().unwrap()]));
+    assert_ok(&server.kymo(&["run", "r", &offline]));
+    assert_ok(&server.kymo(&["run", "r", &online]));
+    let mut accepted = worker(&["--allow-unconfined-suites"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let jobs = server.wait_for_jobs(2, Duration::from_secs(120));
+    let _ = accepted.kill();
+    let _ = accepted.wait();
+    let failed = job_of(&jobs, &offline);
+    assert_eq!(failed["state"], "failed", "{failed:#}");
+    let error = failed["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("did not run: its boundary could not be set up (making its own PID, mount and network namespaces"),
+        "{failed:#}"
+    );
+    let log = failed["log_tail"].as_str().unwrap_or_default();
+    assert!(!log.contains("the suite ran"), "{log}");
+    let ran = job_of(&jobs, &online);
+    assert_eq!(ran["state"], "succeeded", "the next job runs: {ran:#}");
 }

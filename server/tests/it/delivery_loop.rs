@@ -55,6 +55,7 @@ async fn kymo_serve_delivers_in_the_background_and_stops_cleanly() {
         public_url: Some("https://kymo.example/".into()),
         worker_labels: Vec::new(),
         allow_unconfined_suites: false,
+        suite_maximums: Default::default(),
         header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
         merge_when_idle: Some(kymo_server::serve::MERGE_WHEN_IDLE),
         access: Default::default(),

@@ -81,11 +81,7 @@ fn one_result(sha: &str) -> serde_json::Value {
         ]}}] })
 }
 
-async fn upload_with_key(
-    app: &TestApp,
-    body: &serde_json::Value,
-    key: &str,
-) -> (StatusCode, Value) {
+async fn upload_with_key(app: &TestApp, body: &impl ToString, key: &str) -> (StatusCode, Value) {
     let request = axum::http::Request::builder()
         .method("POST")
         .uri("/api/v1/repos/r/results")
@@ -144,6 +140,41 @@ async fn an_upload_retried_with_its_idempotency_key_is_stored_once() {
     }
     let (_, commit) = app.get(&format!("/api/v1/repos/r/commits/{sha}")).await;
     assert_eq!(commit["runs"].as_array().unwrap().len(), 2, "{commit}");
+}
+
+/// A key names one upload: the same key with other results is refused, never answered with
+/// the first run while the new results are dropped.
+#[tokio::test]
+async fn a_reused_idempotency_key_with_other_results_is_refused_and_stores_nothing() {
+    let app = TestApp::new().await;
+    let (_repo, sha) = app.with_repo().await;
+    let body = one_result(&sha);
+    let (status, first) = upload_with_key(&app, &body, "ci-build-7").await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let before = app.state.db.row_counts().await.unwrap();
+
+    let mut changed = body.clone();
+    changed["suites"][0]["results"]["benchmarks"][0]["metrics"][0]["value"] = 3.0.into();
+    let mut other_environment = body.clone();
+    other_environment["environment"] =
+        serde_json::json!({ "kernel": "6.1", "toolchain": "", "governor": "", "hostname": "h" });
+    for (what, other) in [
+        ("a changed value", &changed),
+        ("another environment", &other_environment),
+    ] {
+        let (status, answer) = upload_with_key(&app, other, "ci-build-7").await;
+        assert_eq!(status, StatusCode::CONFLICT, "{what}: {answer}");
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("ci-build-7") && error.contains("other results"),
+            "{what}: {error}"
+        );
+        assert_eq!(app.state.db.row_counts().await.unwrap(), before, "{what}");
+    }
+    // The same results, spelled differently (keys in another order, spaces), are a retry.
+    let respelled = serde_json::to_string_pretty(&body).unwrap();
+    let (status, again) = upload_with_key(&app, &respelled, "ci-build-7").await;
+    assert_eq!((status, &again), (StatusCode::OK, &first));
 }
 
 #[test]

@@ -245,6 +245,95 @@ async fn oversized_repository_fields_commits_and_query_parameters_are_refused() 
     assert_eq!(counts(&app).await, before);
 }
 
+/// `count` benchmarks named `b0`, `b1`... with one metric each.
+fn benchmarks(count: usize, offset: usize) -> Vec<Value> {
+    (offset..offset + count)
+        .map(|i| {
+            bench_with(
+                &format!("b{i}"),
+                json!({}),
+                metric_with("time", "ns", json!(1.0)),
+            )
+        })
+        .collect()
+}
+
+/// The API takes no more benchmarks in a suite than `kymo upload` and a worker do, and a
+/// commit's answers stay bounded however many results its runs hold.
+#[tokio::test]
+async fn uploads_hold_the_parsers_limit_and_commit_answers_come_a_page_at_a_time() {
+    let app = TestApp::new().await;
+    let (_repo, sha) = app.with_repo().await;
+    let before = counts(&app).await;
+    let over = json!({ "commit": sha, "specs": specs(), "suites": [
+        { "suite": "s", "results": { "benchmarks": benchmarks(10_001, 0) } }] });
+    let (status, answer) = app.post("/api/v1/repos/r/results", &over).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer:.300}");
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(error.contains("10001 benchmarks; at most 10000"), "{error}");
+    assert_eq!(counts(&app).await, before, "nothing stored");
+
+    let total = 12_000;
+    let split = json!({ "commit": sha, "specs": specs(), "suites": [
+        { "suite": "s", "results": { "benchmarks": benchmarks(6_000, 0) } },
+        { "suite": "t", "results": { "benchmarks": benchmarks(6_000, 6_000) } }] });
+    let (status, answer) = app.post("/api/v1/repos/r/results", &split).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+
+    let commit = format!("/api/v1/repos/r/commits/{sha}");
+    let (status, first) = app.get(&commit).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(first["results"].as_array().unwrap().len(), 1_000);
+    assert_eq!(
+        (first["results_total"].as_i64(), first["next_from"].as_i64()),
+        (Some(total), Some(1_000))
+    );
+    let (_, last) = app.get(&format!("{commit}?from=11500&limit=1000")).await;
+    assert_eq!(last["results"].as_array().unwrap().len(), 500);
+    assert_eq!(last["next_from"], Value::Null);
+    let mut names = std::collections::BTreeSet::new();
+    let mut from = Some(0);
+    while let Some(at) = from {
+        let (_, page) = app.get(&format!("{commit}?from={at}&limit=700")).await;
+        for row in page["results"].as_array().unwrap() {
+            assert!(names.insert(row["benchmark"].as_str().unwrap().to_owned()));
+        }
+        from = page["next_from"].as_i64();
+    }
+    assert_eq!(
+        names.len() as i64,
+        total,
+        "the pages together hold every result once"
+    );
+    for bad in ["limit=0", "limit=1001", "from=-1", "from=x", "page=2"] {
+        let (status, answer) = app.get(&format!("{commit}?{bad}")).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {answer}");
+    }
+
+    let (status, page) = app
+        .request(
+            "GET",
+            &format!("/repos/r/commits/{sha}"),
+            Body::empty(),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let page = page.as_str().unwrap();
+    assert!(page.contains("Rows 1–200 of 12000"), "{:.2000}", page);
+    assert!(page.contains("?from=200"), "a link to the next rows");
+    assert!(page.len() < 300_000, "a page of {} bytes", page.len());
+    let (_, page) = app
+        .request(
+            "GET",
+            &format!("/repos/r/commits/{sha}?from=11900"),
+            Body::empty(),
+            None,
+        )
+        .await;
+    assert!(page.as_str().unwrap().contains("Rows 11901–12000 of 12000"));
+}
+
 /// Markup that must never reach a page, a chart or a feed as markup.
 const MARKUP: &str = "<script>alert(1)</script>";
 

@@ -38,6 +38,16 @@ pub struct Listener {
 
 impl Listener {
     pub fn answering(script: &[u16]) -> Self {
+        Self::start(script, None)
+    }
+
+    /// Answers the scripted statuses with `body` as every answer's text, as an internal
+    /// service that tells too much would.
+    pub fn answering_saying(script: &[u16], body: &str) -> Self {
+        Self::start(script, Some(body.to_owned()))
+    }
+
+    fn start(script: &[u16], body: Option<String>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -47,7 +57,7 @@ impl Listener {
             for (n, stream) in listener.incoming().enumerate() {
                 let Ok(stream) = stream else { continue };
                 let status = script.get(n).or(script.last()).copied().unwrap_or(200);
-                serve_one(stream, status, &log);
+                serve_one(stream, status, body.as_deref(), &log);
             }
         });
         Self { url, received }
@@ -66,7 +76,12 @@ pub fn closed_url() -> String {
 
 /// Reads one request, records it, then answers (in that order, so that a client that got
 /// its answer finds its request recorded).
-fn serve_one(stream: TcpStream, status: u16, log: &Mutex<Vec<Received>>) -> Option<()> {
+fn serve_one(
+    stream: TcpStream,
+    status: u16,
+    body: Option<&str>,
+    log: &Mutex<Vec<Received>>,
+) -> Option<()> {
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
@@ -89,20 +104,23 @@ fn serve_one(stream: TcpStream, status: u16, log: &Mutex<Vec<Received>>) -> Opti
         .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
+    let mut request_body = vec![0; length];
+    reader.read_exact(&mut request_body).ok()?;
     let id = {
         let mut log = log.lock().unwrap();
         log.push(Received {
             method,
             path,
             headers,
-            body: String::from_utf8_lossy(&body).into_owned(),
+            body: String::from_utf8_lossy(&request_body).into_owned(),
         });
         log.len()
     };
     // `id` is what a forge answers a created comment with: the request's number here.
-    let answer = format!("{{\"status\":{status},\"id\":{id}}}");
+    let answer = body.map_or_else(
+        || format!("{{\"status\":{status},\"id\":{id}}}"),
+        str::to_owned,
+    );
     let response = format!(
         "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
         answer.len()

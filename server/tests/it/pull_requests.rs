@@ -245,3 +245,74 @@ fn a_fork_runs_nothing_unless_its_author_is_allowed_and_closing_cancels_the_wait
         "cancelled"
     );
 }
+
+/// A GitLab `Merge Request Hook` delivery for merge request 5 from project `source` (the
+/// tracked project is 1), caused by `user` (id, login), written by the user numbered
+/// `author_id`.
+fn merge_request(
+    server: &KymoServer,
+    delivery: &str,
+    action: &str,
+    head: &str,
+    (source, user, author_id): (i64, (i64, &str), i64),
+) -> (u16, Value) {
+    let body = serde_json::to_vec(&json!({
+        "object_kind": "merge_request",
+        "user": { "id": user.0, "username": user.1, "name": user.1 },
+        "project": { "id": 1, "path_with_namespace": "acme/app" },
+        "object_attributes": {
+            "iid": 5, "title": "Faster parse", "action": action, "author_id": author_id,
+            "source_project_id": source, "target_project_id": 1,
+            "last_commit": { "id": head },
+        },
+    }))
+    .unwrap();
+    deliver(
+        server,
+        "gitlab?repo=app",
+        &[
+            ("x-gitlab-event", "Merge Request Hook"),
+            ("x-gitlab-event-uuid", delivery),
+            ("x-gitlab-token", SECRET),
+        ],
+        &body,
+    )
+}
+
+/// GitLab names who caused an event, not who wrote the merge request: a fork's request by
+/// someone not allowed stays refused when an allowed user reopens it.
+#[test]
+fn a_gitlab_fork_request_reopened_by_an_allowed_user_still_runs_nothing() {
+    let server = KymoServer::start(&["--no-worker"]);
+    let forge = Listener::answering(&[201]);
+    let (repo, _) = tracked(&server, &forge);
+    let fork_head = branch(&repo, "mallory-head", &[("FORK", "x\n")]);
+    git(
+        repo.path(),
+        &["update-ref", "refs/merge-requests/5/head", &fork_head],
+    );
+    git(repo.path(), &["branch", "-D", "mallory-head"]);
+    assert_ok(&server.kymo(&["repo", "set", "app", "--fork-authors", "ada"]));
+    const ADA: (i64, &str) = (7, "ada");
+    const MALLORY: i64 = 66;
+
+    let (status, answer) = merge_request(&server, "mr-1", "reopen", &fork_head, (2, ADA, MALLORY));
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("ignored")),
+        "{answer}"
+    );
+    let reason = answer["detail"].as_str().unwrap();
+    assert!(
+        reason.contains("fork") && reason.contains("GitLab user #66"),
+        "{reason}"
+    );
+    let jobs = server.get_json("/api/v1/jobs");
+    assert!(jobs.as_array().unwrap().is_empty(), "{jobs:#}");
+
+    // Ada's own request from a fork runs.
+    let (status, answer) = merge_request(&server, "mr-2", "open", &fork_head, (2, ADA, ADA.0));
+    assert_eq!(status, 202, "{answer}");
+    let listed = server.get_json("/api/v1/repos/app/comparisons");
+    assert_eq!(listed[0]["head"], fork_head.as_str(), "{listed:#}");
+}

@@ -363,6 +363,7 @@ async fn kymo_serve_merges_what_is_staged_once_nothing_was_written_for_a_while()
         public_url: None,
         worker_labels: Vec::new(),
         allow_unconfined_suites: false,
+        suite_maximums: Default::default(),
         header_read_timeout: kymo_server::serve::HEADER_READ_TIMEOUT,
         merge_when_idle: Some(std::time::Duration::from_secs(4)),
         access: Default::default(),

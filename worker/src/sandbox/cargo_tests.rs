@@ -11,6 +11,7 @@ use super::tests::{RESULT, Server};
 use crate::config::{ResultFormat, Suite};
 
 /// A library whose benchmark (its own harness) uses `itoa`, a small crates.io dev-dependency.
+/// Its stderr line is one write, so it cannot interleave with stdout in the log.
 fn write_crate(dir: &Path) {
     fs::create_dir_all(dir.join("src")).unwrap();
     fs::create_dir_all(dir.join("benches")).unwrap();
@@ -29,7 +30,8 @@ fn write_crate(dir: &Path) {
         dir.join("benches/speed.rs"),
         format!(
             "fn main() {{ let mut b = itoa::Buffer::new(); \
-             eprintln!(\"sum {{}}\", b.format(tiny::work(1000))); println!(\"{{}}\", r#\"{RESULT}\"#); }}\n"
+             let line = format!(\"sum {{}}\\n\", b.format(tiny::work(1000))); \
+             std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes()).unwrap(); println!(\"{{}}\", r#\"{RESULT}\"#); }}\n"
         ),
     )
     .unwrap();

@@ -108,6 +108,58 @@ pub fn enforce(ruleset: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
+/// What [`allow_reading_beneath`] grants: reading files and directories, and executing, as
+/// the kernel's bits (the same on every Landlock version).
+pub fn read_only_access() -> u64 {
+    AccessFs::from_read(TARGET_ABI).bits()
+}
+
+/// `struct landlock_path_beneath_attr`.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: libc::c_int,
+}
+
+/// Adds to `ruleset` a rule letting the suite read beneath `path`, for a directory that came
+/// to be after the ruleset was built (a command's own `/proc`, mounted in its namespace: the
+/// rule on the machine's `/proc` does not reach through a mount over it). Runs between fork
+/// and exec: raw system calls only.
+pub fn allow_reading_beneath(
+    ruleset: libc::c_int,
+    path: &std::ffi::CStr,
+    access: u64,
+) -> io::Result<()> {
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    // SAFETY: a valid C string; the attribute is ours and outlives the call.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let attr = PathBeneathAttr {
+            allowed_access: access,
+            parent_fd: fd,
+        };
+        let added = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        );
+        let error = io::Error::last_os_error();
+        libc::close(fd);
+        if added != 0 {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
 fn canonical(path: &Path) -> Option<PathBuf> {
     fs::canonicalize(path).ok()
 }

@@ -1,8 +1,9 @@
 //! The boundary around benchmark commands, which are untrusted code from the tracked
 //! repository: an allow-listed environment, a Landlock filesystem boundary (read the system
-//! and toolchains, write only the suite's own directories, never kymo's data), optional loss
-//! of the network, and limits on processes, memory and disk (cgroups where the worker can make
-//! them, resource limits otherwise).
+//! and toolchains, write only the suite's own directories, never kymo's data), its own PID
+//! namespace and `/proc` (no other process in sight), no capabilities, optional loss of the
+//! network, and limits on processes, memory and disk (cgroups where the worker can make them,
+//! resource limits otherwise) held to the machine's maximums.
 //!
 //! [`Sandbox::probe`] finds out once what the kernel can enforce; [`Sandbox::prepare`] builds
 //! what one command needs, and [`ChildSetup::apply`] enforces it in the child between fork and
@@ -11,10 +12,15 @@
 #[cfg(test)]
 mod cargo_tests;
 pub mod cgroup;
+mod child;
 #[cfg(test)]
 mod instruction_tests;
+#[cfg(test)]
+mod isolation_tests;
 pub mod landlock;
 pub mod limits;
+pub mod maximums;
+mod namespaces;
 #[cfg(test)]
 mod overhead_tests;
 mod own_secrets;
@@ -22,14 +28,17 @@ pub mod settings;
 #[cfg(test)]
 mod tests;
 
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use self::cgroup::{CgroupBases, SuiteCgroups, join_cgroup};
+use self::cgroup::{CgroupBases, SuiteCgroups};
+use self::child::StageReport;
+pub use self::child::{ChildSetup, Stage};
 use self::landlock::{MIN_ABI, PathRules, build_ruleset, kernel_abi};
-use self::limits::{DiskWatch, set_rlimit};
+use self::limits::DiskWatch;
+use self::maximums::{HeldLimit, MaximumSettings, SuiteMaximums};
+use self::namespaces::{NamespaceMode, Namespaces};
 use self::settings::{SuiteBoundary, format_size};
 
 /// How the worker's owner wants suites contained.
@@ -38,8 +47,11 @@ pub struct SandboxConfig {
     /// Paths no suite may reach besides the worker's cache directory: the server's database
     /// directory (with its admin token) for the embedded worker.
     pub protected: Vec<PathBuf>,
-    /// Run suites even where the kernel cannot enforce the filesystem boundary.
+    /// Run suites even where the kernel cannot enforce the filesystem boundary or give them
+    /// their own PID namespace.
     pub allow_unconfined: bool,
+    /// The admin's ceilings on what a suite may ask for; the machine's own where unset.
+    pub maximums: MaximumSettings,
 }
 
 /// What this machine can enforce, found once at startup.
@@ -47,6 +59,8 @@ pub struct SandboxConfig {
 pub struct Sandbox {
     config: SandboxConfig,
     landlock_abi: Option<i32>,
+    namespaces: NamespaceMode,
+    maximums: SuiteMaximums,
     cgroups: CgroupBases,
     /// The worker's own cargo home: only its `bin` (rustup's proxies, installed subcommands)
     /// is given to suites, never its registry, configuration or credentials.
@@ -95,8 +109,9 @@ const DEVICES_WRITE: [&str; 5] = [
 const KVM_DEVICE: &str = "/dev/kvm";
 
 impl Sandbox {
-    /// Finds out what the kernel offers and where the toolchains are.
-    pub fn probe(config: SandboxConfig) -> Self {
+    /// Finds out what the kernel offers and where the toolchains are; `cache_dir` is where
+    /// suites write (the disk ceiling is below its free space).
+    pub fn probe(config: SandboxConfig, cache_dir: &Path) -> Self {
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
             .unwrap_or_else(|| "/root".into());
@@ -110,6 +125,8 @@ impl Sandbox {
         own_secrets::blank_own_secrets();
         Self {
             landlock_abi: kernel_abi(),
+            namespaces: namespaces::probe_mode(),
+            maximums: SuiteMaximums::of_machine(config.maximums, cache_dir),
             cgroups,
             cargo_home: from_env("CARGO_HOME", ".cargo"),
             rustup_home: from_env("RUSTUP_HOME", ".rustup"),
@@ -121,9 +138,16 @@ impl Sandbox {
         }
     }
 
-    /// Whether the filesystem boundary is enforced on this kernel.
+    /// Whether the filesystem boundary is enforced on this kernel and suites get their own
+    /// PID namespace.
     pub fn is_confined(&self) -> bool {
         self.landlock_abi.is_some_and(|abi| abi >= MIN_ABI)
+            && self.namespaces != NamespaceMode::Unavailable
+    }
+
+    /// The ceilings every suite is held to.
+    pub fn maximums(&self) -> &SuiteMaximums {
+        &self.maximums
     }
 
     /// One paragraph for the startup log: what is enforced, and what is not.
@@ -147,8 +171,18 @@ impl Sandbox {
             ),
             None => "memory limit: RLIMIT_DATA per process (no memory cgroup can be made)".into(),
         };
+        let isolation = match self.namespaces {
+            NamespaceMode::Privileged => "own PID namespace and /proc",
+            NamespaceMode::InUserNamespace => {
+                "own PID namespace and /proc, inside a user namespace mapping this user"
+            }
+            NamespaceMode::Unavailable => {
+                "NO PID namespace can be made: suites would see every process of this machine"
+            }
+        };
         format!(
-            "suite sandbox: {boundary}; {processes}; {memory}; disk: RLIMIT_FSIZE and a watch of space used"
+            "suite sandbox: {boundary}; {isolation}; no capabilities; {processes}; {memory}; disk: RLIMIT_FSIZE and a watch of space used; {}",
+            self.maximums.describe()
         )
     }
 
@@ -158,7 +192,7 @@ impl Sandbox {
             return Ok(());
         }
         Err(format!(
-            "this worker refuses to run suites: {}. Benchmark code could read kymo's database and tokens; pass --allow-unconfined-suites to accept that risk",
+            "this worker refuses to run suites: {}. Benchmark code could read kymo's database, tokens or the environment of its processes; pass --allow-unconfined-suites to accept that risk",
             self.describe()
         ))
     }
@@ -209,6 +243,9 @@ impl Sandbox {
         cache_dir: &Path,
         boundary: &SuiteBoundary,
     ) -> io::Result<PreparedCommand> {
+        // The one place a suite's limits are decided: what it asked, held to the maximums.
+        let (granted, held) = self.maximums.hold(boundary);
+        let boundary = &granted;
         let mut protected = self.config.protected.clone();
         protected.push(cache_dir.to_owned());
         let ruleset = if self.is_confined() {
@@ -250,77 +287,15 @@ impl Sandbox {
                 processes: (!cgroups.limits_processes()).then_some(boundary.processes),
                 memory: (!cgroups.limits_memory()).then_some(boundary.memory),
                 disk: free_disk,
-                network: boundary.network,
+                namespaces: Namespaces::new(self.namespaces, boundary.network),
+                report: StageReport::new()?,
             },
             _ruleset: ruleset,
             cgroups,
             disk: DiskWatch::start(&writable),
             boundary: boundary.clone(),
+            held,
         })
-    }
-}
-
-/// Capabilities a suite run by root loses at exec: reading other processes' memory and
-/// environment, mounting, loading modules, raw devices, changing the network or the clock.
-const DROPPED_CAPABILITIES: [libc::c_int; 9] = [
-    19, // CAP_SYS_PTRACE
-    21, // CAP_SYS_ADMIN
-    16, // CAP_SYS_MODULE
-    17, // CAP_SYS_RAWIO
-    12, // CAP_NET_ADMIN
-    25, // CAP_SYS_TIME
-    22, // CAP_SYS_BOOT
-    2,  // CAP_DAC_READ_SEARCH
-    27, // CAP_MKNOD
-];
-
-/// What the child applies to itself between fork and exec. Plain values only: applying it
-/// must not allocate.
-#[derive(Debug, Clone)]
-pub struct ChildSetup {
-    ruleset: Option<libc::c_int>,
-    /// The cgroups to join (none, one, or one per v1 hierarchy).
-    cgroup_procs: Vec<CString>,
-    /// Resource limits in place of the cgroups that cannot be made.
-    processes: Option<u32>,
-    memory: Option<u64>,
-    disk: u64,
-    network: bool,
-}
-
-impl ChildSetup {
-    /// Enters the cgroup, sets the limits, leaves the network and enforces the ruleset, in the
-    /// order that keeps each step possible (Landlock last: it forbids the cgroup write).
-    pub fn apply(&self) -> io::Result<()> {
-        for procs in &self.cgroup_procs {
-            join_cgroup(procs)?;
-        }
-        if let Some(processes) = self.processes {
-            set_rlimit(libc::RLIMIT_NPROC, u64::from(processes))?;
-        }
-        if let Some(memory) = self.memory {
-            set_rlimit(libc::RLIMIT_DATA, memory)?;
-        }
-        set_rlimit(libc::RLIMIT_FSIZE, self.disk)?;
-        set_rlimit(libc::RLIMIT_CORE, 0)?;
-        if !self.network {
-            // SAFETY: unshare takes flags only. Without privilege, a user namespace makes
-            // the network namespace possible; where neither works, Landlock still cuts TCP.
-            unsafe {
-                if libc::unshare(libc::CLONE_NEWNET) != 0 {
-                    libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
-                }
-            }
-        }
-        for capability in DROPPED_CAPABILITIES {
-            // SAFETY: prctl with integer arguments. Without CAP_SETPCAP (not root) it fails,
-            // and there is nothing to drop.
-            unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) };
-        }
-        if let Some(ruleset) = self.ruleset {
-            landlock::enforce(ruleset)?;
-        }
-        Ok(())
     }
 }
 
@@ -332,12 +307,36 @@ pub struct PreparedCommand {
     _ruleset: Option<OwnedFd>,
     cgroups: SuiteCgroups,
     disk: DiskWatch,
+    /// The limits granted: the suite's, held to the maximums.
     boundary: SuiteBoundary,
+    /// What was held, for the job log and the messages that name a limit.
+    held: Vec<HeldLimit>,
 }
 
 impl PreparedCommand {
     pub fn child_setup(&self) -> &ChildSetup {
         &self.setup
+    }
+
+    /// One line per limit the suite asked above this worker's maximum.
+    pub fn held_limits(&self) -> Vec<String> {
+        self.held.iter().filter_map(HeldLimit::describe).collect()
+    }
+
+    /// Why the command could not start, when its boundary could not be set up.
+    pub fn setup_failure(&self) -> Option<Stage> {
+        self.setup.failed_stage()
+    }
+
+    /// Where a limit comes from, as the messages that name it say.
+    fn origin(&self, key: &str) -> String {
+        match self.held.iter().find(|h| h.key == key) {
+            Some(HeldLimit {
+                asked: Some(asked), ..
+            }) => format!("this worker's maximum, --max-suite-{key}; kymo.toml asked for {asked}"),
+            Some(_) => format!("this worker's maximum, --max-suite-{key}"),
+            None => format!("`{key}` in kymo.toml"),
+        }
     }
 
     /// Whether the command has added more disk space than it may (checked while it runs).
@@ -361,8 +360,9 @@ impl PreparedCommand {
             signal == Some(libc::SIGXFSZ) || log.contains("File size limit exceeded");
         if stopped || self.disk_exceeded() || file_too_large {
             return Some(format!(
-                "disk limit of {} (`disk` in kymo.toml)",
-                format_size(b.disk)
+                "disk limit of {} ({})",
+                format_size(b.disk),
+                self.origin("disk")
             ));
         }
         // A refused fork fails the job even when the shell carried on without the process.
@@ -379,15 +379,17 @@ impl PreparedCommand {
                 || (failed && log.contains("Resource temporarily unavailable")));
         if self.cgroups.hit_process_limit() || rlimit_hit {
             return Some(format!(
-                "process limit of {} (`processes` in kymo.toml)",
-                b.processes
+                "process limit of {} ({})",
+                b.processes,
+                self.origin("processes")
             ));
         }
         // A process the kernel killed for memory fails the job, whatever its parent did next.
         if self.cgroups.hit_memory_limit() {
             return Some(format!(
-                "memory limit of {} for all its processes together (`memory` in kymo.toml)",
-                format_size(b.memory)
+                "memory limit of {} for all its processes together ({})",
+                format_size(b.memory),
+                self.origin("memory")
             ));
         }
         if !failed {
@@ -402,8 +404,9 @@ impl PreparedCommand {
         ];
         if ALLOCATION_FAILED.iter().any(|s| log.contains(s)) {
             return Some(format!(
-                "memory limit of {} per process (`memory` in kymo.toml)",
-                format_size(b.memory)
+                "memory limit of {} per process ({})",
+                format_size(b.memory),
+                self.origin("memory")
             ));
         }
         None

@@ -18,6 +18,7 @@ use std::fs;
 use std::time::Duration;
 
 use super::ChildSetup;
+use super::namespaces::{NamespaceMode, Namespaces};
 use super::settings::SuiteBoundary;
 use super::tests::Server;
 use crate::exec::{CommandSpec, run_command};
@@ -33,6 +34,8 @@ enum Mode {
     Environment,
     /// The child setup with nothing in it: capabilities dropped, no core files.
     Capabilities,
+    /// Its own PID and mount namespaces and `/proc` (and the two processes that hold them).
+    Namespaces,
     /// RLIMIT_NPROC, RLIMIT_DATA and RLIMIT_FSIZE, as where no cgroup can be made.
     Rlimits,
     /// The suite's cgroups (pids, memory) only.
@@ -43,11 +46,12 @@ enum Mode {
     Inside,
 }
 
-const MODES: [Mode; 8] = [
+const MODES: [Mode; 9] = [
     Mode::Outside,
     Mode::Direct,
     Mode::Environment,
     Mode::Capabilities,
+    Mode::Namespaces,
     Mode::Rlimits,
     Mode::Cgroups,
     Mode::Landlock,
@@ -62,11 +66,16 @@ fn setup_for(mode: Mode, full: &ChildSetup, boundary: &SuiteBoundary) -> Option<
         processes: None,
         memory: None,
         disk: libc::RLIM_INFINITY,
-        network: true,
+        namespaces: Namespaces::new(NamespaceMode::Unavailable, true),
+        report: full.report.clone(),
     };
     match mode {
         Mode::Outside | Mode::Direct | Mode::Environment => None,
         Mode::Capabilities => Some(nothing),
+        Mode::Namespaces => Some(ChildSetup {
+            namespaces: full.namespaces.clone(),
+            ..nothing
+        }),
         Mode::Rlimits => Some(ChildSetup {
             processes: Some(boundary.processes),
             memory: Some(boundary.memory),
@@ -231,4 +240,53 @@ fn kernel_overhead() {
         table.push('\n');
     }
     println!("{rounds} rounds\n{table}");
+}
+
+/// What starting one command in its own namespaces costs (a fork and a `/proc` mount more than
+/// without): `true` run `KYMO_ROUNDS` times (default 101) in each of the capabilities-only,
+/// namespaces-only and full setups, interleaved; prints each mode's median wall time.
+///
+/// ```text
+/// KYMO_ROUNDS=201 cargo test -p kymo-worker --lib command_start_cost -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn command_start_cost() {
+    let rounds: usize = std::env::var("KYMO_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(101);
+    let server = Server::new();
+    let boundary = SuiteBoundary::default();
+    let modes = [Mode::Capabilities, Mode::Namespaces, Mode::Inside];
+    let mut took: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    for round in 0..rounds {
+        for step in 0..modes.len() {
+            let index = (step + round) % modes.len();
+            let prepared = (server.sandbox)
+                .prepare(&server.dirs, &server.data, &boundary)
+                .unwrap();
+            let setup = setup_for(modes[index], prepared.child_setup(), &boundary);
+            let outcome = run_command(&CommandSpec {
+                command: "true",
+                cwd: &server.dirs.worktree,
+                env: &[],
+                clear_env: true,
+                child_setup: setup.as_ref(),
+                watch: None,
+                timeout: Duration::from_secs(60),
+                stdout_cap: 1 << 20,
+                log_cap: 4 << 10,
+            })
+            .unwrap();
+            assert!(outcome.exit.is_success(), "{:?}", modes[index]);
+            took[index].push(outcome.duration.as_secs_f64() * 1e3);
+        }
+    }
+    for (mode, times) in modes.iter().zip(&mut took) {
+        eprintln!(
+            "{mode:?}: median {:.2} ms over {rounds} commands",
+            median(times)
+        );
+    }
 }

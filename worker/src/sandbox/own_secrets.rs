@@ -52,11 +52,37 @@ pub(super) unsafe fn blank_values(env: *const *mut libc::c_char, prefix: &[u8]) 
 /// Start address and length of the process's argument strings (what `/proc/self/cmdline`
 /// shows), from fields 48 and 49 of `/proc/self/stat`.
 fn argument_area() -> Option<(usize, usize)> {
+    area_at_field(48)
+}
+
+/// The start address and length of the argument strings and of the environment strings
+/// (what `/proc/PID/cmdline` and `/proc/PID/environ` show): a process forked from this one
+/// without exec blanks them in its own copy ([`blank_areas`]), so that it shows nothing of the
+/// worker.
+pub(super) fn text_areas() -> [Option<(usize, usize)>; 2] {
+    [area_at_field(48), area_at_field(50)]
+}
+
+/// Overwrites `areas` with NUL bytes. Runs between fork and exec: no allocation.
+///
+/// # Safety
+/// Each area must be writable memory of this process that nothing else reads meanwhile
+/// (the argument and environment strings of [`text_areas`], in a forked child).
+pub(super) unsafe fn blank_areas(areas: &[Option<(usize, usize)>; 2]) {
+    for (start, length) in areas.iter().flatten() {
+        // SAFETY: per the contract.
+        unsafe { std::ptr::write_bytes(*start as *mut u8, 0, *length) };
+    }
+}
+
+/// The area whose start and end addresses are fields `field` and `field + 1` of
+/// `/proc/self/stat`.
+fn area_at_field(field: usize) -> Option<(usize, usize)> {
     let stat = fs::read_to_string("/proc/self/stat").ok()?;
     // The command name (field 2) may hold spaces and parentheses: fields are counted after
     // its closing parenthesis, which starts at field 3.
     let after_name = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after_name.split_whitespace().skip(48 - 3);
+    let mut fields = after_name.split_whitespace().skip(field - 3);
     let start: usize = fields.next()?.parse().ok()?;
     let end: usize = fields.next()?.parse().ok()?;
     (start != 0 && end > start).then(|| (start, end - start))

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use super::maximums::MaximumSettings;
 use super::settings::SuiteBoundary;
 use super::{Sandbox, SandboxConfig, SuiteDirs};
 use crate::config::{ResultFormat, Suite};
@@ -28,6 +29,11 @@ pub(super) struct Server {
 
 impl Server {
     pub(super) fn new() -> Self {
+        Self::with_maximums(MaximumSettings::default())
+    }
+
+    /// A server whose worker holds suites to the ceilings `maximums` sets.
+    pub(super) fn with_maximums(maximums: MaximumSettings) -> Self {
         let root_dir = tempfile::tempdir().unwrap();
         let root = root_dir.path().canonicalize().unwrap();
         let db = root.join("kymo.db");
@@ -48,10 +54,14 @@ impl Server {
         for dir in [&dirs.worktree, &dirs.target, &dirs.home, &dirs.tmp] {
             fs::create_dir_all(dir).unwrap();
         }
-        let sandbox = Sandbox::probe(SandboxConfig {
-            protected: vec![db.clone(), token.clone()],
-            allow_unconfined: false,
-        });
+        let sandbox = Sandbox::probe(
+            SandboxConfig {
+                protected: vec![db.clone(), token.clone()],
+                allow_unconfined: false,
+                maximums,
+            },
+            &data,
+        );
         assert!(
             sandbox.is_confined(),
             "these tests need Landlock (ABI 3, Linux 6.2+): {}",
@@ -68,7 +78,7 @@ impl Server {
         }
     }
 
-    fn run(
+    pub(super) fn run(
         &self,
         run: &str,
         boundary: SuiteBoundary,
@@ -104,13 +114,13 @@ impl Server {
     }
 }
 
-fn limited(f: impl FnOnce(&mut SuiteBoundary)) -> SuiteBoundary {
+pub(super) fn limited(f: impl FnOnce(&mut SuiteBoundary)) -> SuiteBoundary {
     let mut boundary = SuiteBoundary::default();
     f(&mut boundary);
     boundary
 }
 
-fn failure(result: Result<SuiteUpload, SuiteFailure>) -> String {
+pub(super) fn failure(result: Result<SuiteUpload, SuiteFailure>) -> String {
     match result {
         Ok(_) => panic!("the suite should have failed"),
         Err(failure) => format!("{} | {}", failure.error, failure.log_tail),
@@ -327,7 +337,11 @@ fn the_boundary_holds_for_a_worker_that_is_not_root() {
         .arg(format!("TMPDIR={}", tmp.display()))
         .arg(format!("HOME={}", tmp.display()))
         .arg(&binary)
-        .args(["sandbox::tests::a_", "sandbox::tests::declared_variables"])
+        .args([
+            "sandbox::tests::a_",
+            "sandbox::tests::declared_variables",
+            "sandbox::isolation_tests::",
+        ])
         .args(["--test-threads", "1"])
         .current_dir(dir.path())
         .output()
@@ -338,5 +352,5 @@ fn the_boundary_holds_for_a_worker_that_is_not_root() {
         "{report}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(report.contains("test result: ok. 5 passed"), "{report}");
+    assert!(report.contains("test result: ok. 9 passed"), "{report}");
 }
