@@ -10,6 +10,8 @@
 
 pub mod cgroup;
 #[cfg(test)]
+mod criterion_count_tests;
+#[cfg(test)]
 mod instruction_tests;
 pub mod landlock;
 pub mod limits;

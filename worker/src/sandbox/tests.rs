@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::settings::SuiteBoundary;
 use super::{Sandbox, SandboxConfig, SuiteDirs};
-use crate::config::{ResultFormat, Suite};
+use crate::config::{InstructionCounts, ResultFormat, Suite};
 use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, run_suite};
 use kymo_core::protocol::SuiteUpload;
 
@@ -81,7 +81,7 @@ impl Server {
             repeat: 1,
             timeout: Duration::from_secs(60),
             boundary,
-            instructions: false,
+            instructions: InstructionCounts::Off,
         })
     }
 
