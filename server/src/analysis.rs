@@ -8,8 +8,8 @@ mod incremental;
 
 pub use incremental::changes_in;
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use kymo_core::db::{
     AnalysisPoint, FoundChange, SensitivityRule, SeriesToAnalyse, sensitivity_for,
@@ -32,6 +32,8 @@ pub async fn analyse_run(state: &AppState, run_id: i64) -> AppResult<Vec<i64>> {
 /// series' next run analyses them again.
 pub async fn after_stored_run(state: &AppState, repository_id: i64, run_id: i64) {
     let done = async {
+        // Judged first, so that what a disturbed run alone would file is held back.
+        crate::disturbed::examine_run(state, run_id).await?;
         let created = analyse_run(state, run_id).await?;
         follow_up(state, repository_id, &created).await
     };
@@ -75,6 +77,7 @@ pub async fn follow_up(state: &AppState, repository_id: i64, created: &[i64]) ->
     }
     let mut ready = crate::confirm::gate(state, &settled).await?;
     ready.extend(crate::confirm::sweep(state, repository_id).await?);
+    ready.extend(crate::disturbed::settle_waiting(state, repository_id).await?);
     announce(state, &ready).await
 }
 
@@ -107,6 +110,7 @@ pub async fn analyse_repository(state: &AppState, repository_id: i64) -> AppResu
 
 async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResult<Vec<i64>> {
     let mut rules: HashMap<i64, Vec<SensitivityRule>> = HashMap::new();
+    let mut held: HashMap<i64, HashSet<(i64, i64)>> = HashMap::new();
     let mut noise = Vec::with_capacity(series.len());
     let mut changes = Vec::with_capacity(series.len());
     let mut states = Vec::with_capacity(series.len());
@@ -116,8 +120,16 @@ async fn analyse_series(state: &AppState, series: &[SeriesToAnalyse]) -> AppResu
             Entry::Vacant(slot) => slot.insert(state.db.sensitivity_rules(s.repository_id).await?),
         };
         let sensitivity = sensitivity_for(repository_rules, &s.benchmark);
-        let analysed =
+        let mut analysed =
             incremental::analyse_series(&state.db, s, sensitivity, state.analysis_windows).await?;
+        let held = match held.entry(s.repository_id) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(slot) => {
+                slot.insert(crate::disturbed::held_back(state, s.repository_id).await?)
+            }
+        };
+        // What a disturbed run alone shows waits for its commit to be measured again.
+        (analysed.found).retain(|change| !held.contains(&(s.id, change.commit_id)));
         changes.push((s.id, analysed.found));
         if let Some((last_commit, windows)) = analysed.noise {
             noise.push((s.id, last_commit, windows));

@@ -94,6 +94,9 @@ async fn start(state: &AppState, target: &ConfirmationTarget) -> AppResult<bool>
         decide(state, target, "confirmed", "instructions", evidence, &note).await?;
         return Ok(true);
     }
+    if !target.runs_worker && crate::disturbed::wait_if_disturbed(state, target).await? {
+        return Ok(false);
+    }
     if !target.runs_worker {
         let note = "the machine that measured it runs no worker (its results were uploaded): \
                     nothing can re-measure it, so it is announced unconfirmed";
@@ -124,7 +127,7 @@ async fn start(state: &AppState, target: &ConfirmationTarget) -> AppResult<bool>
 
 /// Stores a decision and moves the suspect's commit status. `measured` is the change found
 /// again (percent), its p-value, and the rounds behind it.
-async fn decide(
+pub(crate) async fn decide(
     state: &AppState,
     target: &ConfirmationTarget,
     outcome: &str,
@@ -267,7 +270,12 @@ pub async fn sweep(state: &AppState, repository_id: i64) -> AppResult<Vec<i64>> 
     let now = state.now();
     let mut announce = Vec::new();
     let mut measured = Vec::new();
-    for p in pending {
+    // Those wait for another run of their commit, not for a job (`crate::disturbed`).
+    let waiting = crate::disturbed::waiting_ids(state, repository_id).await?;
+    for p in pending
+        .into_iter()
+        .filter(|p| !waiting.contains(&p.regression_id))
+    {
         let note = match p.job_state.as_deref() {
             Some("succeeded") => {
                 measured.extend(p.comparison_id.filter(|id| !measured.contains(id)));

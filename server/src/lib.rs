@@ -19,6 +19,7 @@ pub mod compare;
 pub mod confirm;
 pub mod connections;
 pub mod demo;
+pub mod disturbed;
 pub mod error;
 pub mod export;
 pub mod forge;

@@ -50,15 +50,29 @@ pub struct Suite {
     pub timeout: Duration,
     /// Declared variables, network and resource limits of its commands.
     pub boundary: SuiteBoundary,
-    /// Run the command once more under valgrind and store the instructions it executed, for
-    /// programs that cannot say where a benchmark starts (see `instructions.rs`).
-    pub instructions: bool,
+    /// Whether and how instructions are counted after the timed repeats.
+    pub instructions: InstructionCounts,
     /// The toolchain its commands build with: the `toolchain` key when there is one; the
     /// worker fills it in from the commit's `rust-toolchain(.toml)` otherwise (see
     /// `toolchain.rs`). `None`: the worker's default toolchain.
     pub toolchain: Option<PinnedToolchain>,
     /// `cap_lints = "warn"`: no lint fails its build (rustc's `--cap-lints`).
     pub cap_lints: Option<CapLints>,
+}
+
+/// A suite's `instructions` key: what callgrind counts after the timed repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InstructionCounts {
+    /// `false` or absent: nothing.
+    #[default]
+    Off,
+    /// `true`: the whole command once more, every process it starts, as one benchmark named
+    /// after the suite; for programs that cannot say where a benchmark starts
+    /// (`instructions.rs`).
+    Command,
+    /// `"per-benchmark"`: one iteration of each criterion benchmark's routine, stored beside
+    /// its time (`instructions/criterion.rs`).
+    PerBenchmark,
 }
 
 /// The output format a suite's `run` command prints: one of kymo-core's parsers.
@@ -120,6 +134,10 @@ pub enum ConfigError {
         value: String,
         reason: String,
     },
+    #[error(
+        "suite {suite:?}: `instructions = {value}` is invalid: use true (the whole command), \"per-benchmark\" (each criterion benchmark, run by `cargo bench`) or false"
+    )]
+    InvalidInstructions { suite: String, value: String },
     #[error("suite {suite:?}: `{key}` is invalid: {reason} (see the README's kymo.toml section)")]
     InvalidBoundary {
         suite: String,
@@ -157,8 +175,7 @@ struct RawSuite {
     processes: Option<i64>,
     memory: Option<String>,
     disk: Option<String>,
-    #[serde(default)]
-    instructions: bool,
+    instructions: Option<toml::Value>,
     toolchain: Option<String>,
     cap_lints: Option<String>,
 }
@@ -278,6 +295,19 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
             Some(CapLints::parse(value).map_err(|reason| invalid("cap_lints", value, reason))?)
         }
     };
+    let instructions = match &raw.instructions {
+        None | Some(toml::Value::Boolean(false)) => InstructionCounts::Off,
+        Some(toml::Value::Boolean(true)) => InstructionCounts::Command,
+        Some(toml::Value::String(mode)) if mode == "per-benchmark" => {
+            InstructionCounts::PerBenchmark
+        }
+        Some(other) => {
+            return Err(ConfigError::InvalidInstructions {
+                suite: name,
+                value: other.to_string().chars().take(80).collect(),
+            });
+        }
+    };
     Ok(Suite {
         name,
         build: raw.build,
@@ -286,7 +316,7 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
         repeat,
         timeout,
         boundary,
-        instructions: raw.instructions,
+        instructions,
         toolchain,
         cap_lints,
     })
@@ -432,21 +462,28 @@ run = "hyperfine --export-json - ./x"
     }
 
     #[test]
-    fn instruction_counts_are_asked_for_with_a_boolean() {
-        assert!(!parse_kymo_toml(&suite("")).unwrap().suites[0].instructions);
-        assert!(
-            parse_kymo_toml(&suite("instructions = true"))
-                .unwrap()
-                .suites[0]
-                .instructions
+    fn instruction_counts_are_asked_for_with_a_boolean_or_per_benchmark() {
+        let counts = |text: &str| parse_kymo_toml(&suite(text)).unwrap().suites[0].instructions;
+        assert_eq!(counts(""), InstructionCounts::Off);
+        assert_eq!(counts("instructions = false"), InstructionCounts::Off);
+        assert_eq!(counts("instructions = true"), InstructionCounts::Command);
+        assert_eq!(
+            counts("instructions = \"per-benchmark\""),
+            InstructionCounts::PerBenchmark
         );
+        let huge = format!("instructions = \"{}\"", "x".repeat(10_000));
         for bad in [
             "instructions = \"yes\"",
+            "instructions = \"Per-Benchmark\"",
+            "instructions = \"per-benchmark \"",
             "instructions = 1",
             "instructions = [true]",
+            "instructions = { per = \"benchmark\" }",
+            &huge,
         ] {
             let error = error_of(&suite(bad)).to_string();
             assert!(error.contains("instructions"), "{bad}: {error}");
+            assert!(error.len() < 400, "the value is cut short: {error}");
         }
     }
 

@@ -6,7 +6,11 @@
 //! This is for programs that cannot say where a benchmark starts and ends; a count of the
 //! whole command includes its start-up, so it moves when the program's work moves, not when
 //! the machine is busy. Programs that can say (bench-kernels, gungraun) report counts per
-//! benchmark themselves.
+//! benchmark themselves, and criterion benchmarks are counted one by one under cargo's runner
+//! ([`criterion`]).
+
+pub mod callgrind_dump;
+pub mod criterion;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,7 +37,7 @@ pub fn under_callgrind(run: &str, logs: &Path) -> String {
     )
 }
 
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 

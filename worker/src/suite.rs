@@ -9,8 +9,9 @@ use kymo_core::protocol::{ONLY_BENCHMARKS_ENV, SuiteUpload};
 use kymo_core::results::{SuiteResults, median};
 
 use crate::build_env::{BuildSettings, apply_build_settings, set_variable};
-use crate::config::Suite;
+use crate::config::{InstructionCounts, Suite};
 use crate::exec::{CommandOutcome, CommandSpec, ExitKind, run_command};
+use crate::instructions::criterion::{attach, counting_command, read_counts, runner_script};
 use crate::instructions::{command_result, total_instructions, under_callgrind};
 use crate::sandbox::settings::SuiteBoundary;
 use crate::sandbox::{Sandbox, Stage, SuiteDirs};
@@ -325,24 +326,61 @@ pub fn measure_suite(
         repeats.push(parsed);
     }
     let mut results = merge_repeats(repeats);
-    if suite.instructions {
-        let count = count_instructions(ctx, suite, log)?;
-        if results.benchmarks.iter().any(|b| b.key() == suite.name) {
-            return Err(SuiteFailure {
-                error: format!(
-                    "suite {:?}: `instructions = true` stores the count under a benchmark named \
-                     after the suite, and the suite's output already has one",
-                    suite.name
-                ),
-                log_tail: String::new(),
-            });
+    match suite.instructions {
+        InstructionCounts::Off => {}
+        InstructionCounts::Command => {
+            let count = count_instructions(ctx, suite, log)?;
+            if results.benchmarks.iter().any(|b| b.key() == suite.name) {
+                return Err(SuiteFailure {
+                    error: format!(
+                        "suite {:?}: `instructions = true` stores the count under a benchmark \
+                         named after the suite, and the suite's output already has one",
+                        suite.name
+                    ),
+                    log_tail: String::new(),
+                });
+            }
+            results.benchmarks.push(command_result(&suite.name, count));
         }
-        results.benchmarks.push(command_result(&suite.name, count));
+        InstructionCounts::PerBenchmark => count_per_benchmark(ctx, suite, &mut results, log)?,
     }
     Ok(SuiteUpload {
         suite: suite.name.clone(),
         results,
     })
+}
+
+/// Runs the suite's command once more with cargo's runner set to count each criterion
+/// benchmark's instructions per iteration, and adds them to `results`.
+fn count_per_benchmark(
+    ctx: &SuiteContext,
+    suite: &Suite,
+    results: &mut SuiteResults,
+    log: &mut String,
+) -> Result<(), SuiteFailure> {
+    let root = ctx.dirs.tmp.join("kymo-counts");
+    let fail = |error: String| SuiteFailure {
+        error: format!(
+            "suite {:?}: counting instructions per benchmark: {error}",
+            suite.name
+        ),
+        log_tail: String::new(),
+    };
+    let runs = root.join("runs");
+    let script = root.join("runner.sh");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&runs).map_err(|e| fail(e.to_string()))?;
+    std::fs::write(&script, runner_script(&runs)).map_err(|e| fail(e.to_string()))?;
+    let command = counting_command(&suite.run, &script).map_err(fail)?;
+    (ctx.progress)(format!("counting the instructions of suite {}", suite.name));
+    run_step(ctx, suite, "instruction count", &command, log)?;
+    let counts = read_counts(&runs).map_err(fail);
+    let _ = std::fs::remove_dir_all(&root);
+    let counts = counts?;
+    for skipped in &counts.skipped {
+        log.push_str(&format!("no instruction count for {skipped}\n"));
+    }
+    attach(results, &counts).map_err(fail)
 }
 
 /// Runs the suite's command once more under callgrind and returns the instructions that all

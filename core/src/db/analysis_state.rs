@@ -313,7 +313,8 @@ impl Db {
 
 /// The points of a series from history position `from` on: a commit measured more than once
 /// (a retry, a bisection's repeats) is one point, the samples of all its runs pooled, valued at
-/// their median.
+/// their median. A disturbed run (see `disturbed_runs`) is left out once its commit has a run
+/// that is not.
 async fn points_from(
     conn: &mut SqliteConnection,
     series_id: i64,
@@ -321,12 +322,14 @@ async fn points_from(
 ) -> Result<Vec<AnalysisPoint>, DbError> {
     let rows = sqlx::query!(
         r#"SELECT c.id AS "commit_id!", c.position AS "position!", x.value,
-                  x.samples AS "samples: Samples", s.direction, x.run_id
+                  x.samples AS "samples: Samples", s.direction, x.run_id,
+                  EXISTS (SELECT 1 FROM disturbed_runs d WHERE d.run_id = x.run_id) AS "disturbed!: bool"
            FROM measurements x JOIN commits c ON c.id = x.commit_id
            JOIN series s ON s.id = x.series_id
            WHERE x.series_id = ?1 AND c.position IS NOT NULL AND c.position >= ?2
            UNION ALL
-           SELECT c.id, c.position, x.value, x.samples, s.direction, x.run_id
+           SELECT c.id, c.position, x.value, x.samples, s.direction, x.run_id,
+                  EXISTS (SELECT 1 FROM disturbed_runs d WHERE d.run_id = x.run_id)
            FROM staged_commits k
            CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id AND x.series_id = ?1
            JOIN commits c ON c.id = x.commit_id
@@ -338,9 +341,16 @@ async fn points_from(
     )
     .fetch_all(&mut *conn)
     .await?;
+    let undisturbed: std::collections::HashSet<i64> = (rows.iter())
+        .filter(|r| !r.disturbed)
+        .map(|r| r.commit_id)
+        .collect();
     let mut points: Vec<AnalysisPoint> = Vec::with_capacity(rows.len());
     let mut values: Vec<f64> = Vec::new();
     for r in rows {
+        if r.disturbed && undisturbed.contains(&r.commit_id) {
+            continue;
+        }
         let samples = r.samples.0;
         let direction = Direction::parse(&r.direction).unwrap_or(Direction::Lower);
         // A run of many samples stands for their fast end, as in a verdict.

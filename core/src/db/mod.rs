@@ -12,6 +12,7 @@ mod comparisons;
 mod confirmations;
 mod counts;
 mod credentials;
+mod disturbed;
 mod history;
 mod ingest;
 mod jobs;
@@ -57,6 +58,7 @@ pub use confirmations::{
     ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,
 };
 pub use counts::{JOB_STATES, ServerCounts};
+pub use disturbed::{HeldRun, RunPlace, RunSeries, WaitingFinding};
 pub use history::RecentValue;
 pub use ingest::{IngestSummary, RunRecord};
 pub use jobs::{

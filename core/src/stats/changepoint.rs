@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::model::Direction;
 
 use super::distribution::normal_quantile;
-use super::early::detect_early_change;
+use super::early::{detect_close_change, detect_early_change};
 use super::mann_whitney::shift_interval;
 use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median};
@@ -118,7 +118,8 @@ impl ChangePoint {
 ///
 /// A step with fewer than `min_segment_len` commits before it, at the start of the history,
 /// is judged as in [`detect_early_change`]: a history measured after the fact may hold one
-/// that was never the newest commit.
+/// that was never the newest commit. So is a step two to four commits after another one
+/// ([`detect_close_change`]).
 pub fn detect_change_points(
     series: &[CommitObservation],
     direction: Direction,
@@ -131,6 +132,25 @@ pub fn detect_change_points(
             next.segment_before = next.position - early.position;
         }
         found.insert(0, early);
+    }
+    let mut i = 0;
+    while i < found.len() {
+        let start = found[i].position;
+        let end = found.get(i + 1).map_or(series.len(), |c| c.position);
+        let previous = i
+            .checked_sub(1)
+            .map_or(0, |j| found[j].position + found[j].span - 1);
+        let close = (found[i].span == 1)
+            .then(|| detect_close_change(series, (previous, start, end), direction, sensitivity))
+            .flatten();
+        if let Some(close) = close {
+            found[i].segment_after = close.position - start;
+            if let Some(next) = found.get_mut(i + 1) {
+                next.segment_before = next.position - close.position;
+            }
+            found.insert(i + 1, close);
+        }
+        i += 1;
     }
     found
 }

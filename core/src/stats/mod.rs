@@ -28,6 +28,7 @@ mod changepoint;
 mod compare;
 pub mod confirmation;
 pub mod distribution;
+pub mod disturbance;
 mod early;
 mod incremental;
 #[cfg(test)]
@@ -52,7 +53,7 @@ mod within_segments;
 pub use crate::model::Direction;
 pub use changepoint::{ChangePoint, detect_change_points};
 pub use compare::compare;
-pub use early::detect_early_change;
+pub use early::{detect_close_change, detect_early_change};
 pub use incremental::{ANALYSIS_WINDOW, Analysis, Windows};
 pub use location::{FAST_END_MIN_SAMPLES, run_location, run_value};
 pub use noise::{CommitObservation, MIN_HISTORY_CHANGES, NoiseModel, noise_model};

@@ -31,14 +31,14 @@ fn history(repo: &TestRepo, commits: usize, samples: impl Fn(usize) -> String) -
 
 /// A server without an embedded worker, the repository `app`, an alert channel, and one
 /// in-process worker (its machine registered by an empty claim).
-struct Setup {
-    server: KymoServer,
+pub(crate) struct Setup {
+    pub(crate) server: KymoServer,
     channel: Listener,
-    machine: Worker,
+    pub(crate) machine: Worker,
     _cache: tempfile::TempDir,
 }
 
-fn setup(repo: &TestRepo, cpu: &str) -> Setup {
+pub(crate) fn setup(repo: &TestRepo, cpu: &str) -> Setup {
     let server = KymoServer::start(&["--no-worker"]);
     assert_ok(&server.kymo(&["repo", "add", "app", repo.path().to_str().unwrap()]));
     let channel = Listener::answering(&[200]);

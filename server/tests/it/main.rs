@@ -19,6 +19,7 @@ mod dashboard;
 mod day_one;
 mod delivery_loop;
 mod disk_full;
+mod disturbed_runs;
 mod eco;
 mod failures;
 mod faults;

@@ -312,9 +312,18 @@ async fn a_backfilled_step_after_four_commits_is_filed_at_its_commit() {
     }
     let (_, found) = app.get("/api/v1/repos/r/regressions").await;
     let found = found.as_array().unwrap().clone();
-    let [step] = found.as_slice() else {
-        panic!("one regression expected: {found:#?}");
+    // 0.4.1 (-22 %) and 0.4.3 (+28 %) moved the time too, two commits after each earlier
+    // step, with the same instruction counts; the close-steps rule files them at their own
+    // commits. The step here is the first one.
+    let Some(step) = found.iter().find(|f| f["sha"] == shas[4].as_str()) else {
+        panic!("a regression at 0.4.0 expected: {found:#?}");
     };
+    assert!(
+        found.iter().all(|f| [&shas[4], &shas[6], &shas[8]]
+            .iter()
+            .any(|sha| f["sha"] == sha.as_str())),
+        "only the three level changes are filed: {found:#?}"
+    );
     assert_eq!(step["benchmark"], "parse");
     assert_eq!(step["sha"], shas[4].as_str());
     assert_eq!(step["previous_sha"], shas[3].as_str());

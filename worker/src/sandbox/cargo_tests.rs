@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::settings::SuiteBoundary;
 use super::tests::{RESULT, Server};
-use crate::config::{ResultFormat, Suite};
+use crate::config::{InstructionCounts, ResultFormat, Suite};
 
 /// A library whose benchmark (its own harness) uses `itoa`, a small crates.io dev-dependency.
 /// Its stderr line is one write, so it cannot interleave with stdout in the log.
@@ -47,7 +47,7 @@ fn cargo_suite(boundary: SuiteBoundary) -> Suite {
         repeat: 1,
         timeout: Duration::from_secs(300),
         boundary,
-        instructions: false,
+        instructions: InstructionCounts::Off,
         toolchain: None,
         cap_lints: None,
     }

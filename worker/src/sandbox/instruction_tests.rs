@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::settings::SuiteBoundary;
 use super::tests::{RESULT, Server};
-use crate::config::{ResultFormat, Suite};
+use crate::config::{InstructionCounts, ResultFormat, Suite};
 use crate::instructions::METRIC;
 
 fn counting_suite(loops: u32) -> Suite {
@@ -19,7 +19,7 @@ fn counting_suite(loops: u32) -> Suite {
         repeat: 2,
         timeout: Duration::from_secs(120),
         boundary: SuiteBoundary::default(),
-        instructions: true,
+        instructions: InstructionCounts::Command,
         toolchain: None,
         cap_lints: None,
     }

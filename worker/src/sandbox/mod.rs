@@ -14,6 +14,8 @@ mod cargo_tests;
 pub mod cgroup;
 mod child;
 #[cfg(test)]
+mod criterion_count_tests;
+#[cfg(test)]
 mod instruction_tests;
 #[cfg(test)]
 mod isolation_tests;

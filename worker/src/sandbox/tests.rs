@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::maximums::MaximumSettings;
 use super::settings::SuiteBoundary;
 use super::{Sandbox, SandboxConfig, SuiteDirs};
-use crate::config::{ResultFormat, Suite};
+use crate::config::{InstructionCounts, ResultFormat, Suite};
 use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, run_suite};
 use kymo_core::protocol::SuiteUpload;
 
@@ -91,7 +91,7 @@ impl Server {
             repeat: 1,
             timeout: Duration::from_secs(60),
             boundary,
-            instructions: false,
+            instructions: InstructionCounts::Off,
             toolchain: None,
             cap_lints: None,
         })

@@ -120,3 +120,74 @@ fn short_histories_say_nothing() {
     );
     assert_eq!(early(&[]), None);
 }
+
+fn change_points(series: &[CommitObservation]) -> Vec<ChangePoint> {
+    crate::stats::detect_change_points(series, Direction::Lower, &Sensitivity::default())
+}
+
+/// A history whose runs are slowed by load as in the held-out trial of issue 30: most samples
+/// of some runs slowed by up to `slowdown`, the fastest steady.
+fn loaded_history(seed: u64, levels: &[f64], slowdown: f64) -> Vec<CommitObservation> {
+    let mut rng = Rng::new(seed);
+    (levels.iter().enumerate())
+        .map(|(i, &level)| run(&mut rng, i, level, slowdown * (1 + i % 3) as f64))
+        .collect()
+}
+
+#[test]
+fn a_slowdown_two_quiet_commits_after_a_speed_up_is_filed_at_its_commit() {
+    // encode's 5× speed-up, two quiet commits, then a 2.3× slowdown that stays.
+    for seed in 0..20 {
+        let mut levels = vec![100.0; 6];
+        levels.extend([20.0; 3]);
+        levels.extend([46.0; 3]);
+        let found = change_points(&loaded_history(seed, &levels, 0.5));
+        let at: Vec<(usize, VerdictKind)> = found.iter().map(|c| (c.position, c.kind)).collect();
+        assert_eq!(
+            at,
+            [(6, VerdictKind::Improvement), (9, VerdictKind::Regression)],
+            "seed {seed}: {found:#?}"
+        );
+        let slowdown = &found[1];
+        assert_eq!(slowdown.method, "after-a-step+per-commit-test");
+        assert!(
+            (110.0..150.0).contains(&slowdown.change_pct),
+            "{slowdown:?}"
+        );
+        assert_eq!((found[0].segment_after, slowdown.segment_before), (3, 3));
+    }
+}
+
+#[test]
+fn a_close_step_needs_two_commits_at_its_level_and_quiet_levels_give_none() {
+    let mut levels = vec![100.0; 6];
+    levels.extend([20.0; 3]);
+    // One commit at the new level, then back: a spike (or one loaded run), not a step.
+    let mut spike = levels.clone();
+    spike.extend([46.0, 20.0, 20.2, 19.9]);
+    // The newest commit alone at the new level waits for the next one.
+    let mut newest = levels.clone();
+    newest.push(46.0);
+    for seed in 0..20 {
+        for case in [&spike, &newest] {
+            let found = change_points(&loaded_history(seed, case, 0.5));
+            assert!(
+                found.iter().all(|c| c.position == 6),
+                "seed {seed}: {found:#?}"
+            );
+        }
+    }
+    let mut rng = Rng::new(11);
+    for seed in 0..200 {
+        let mut quiet: Vec<f64> = (0..6)
+            .map(|_| 100.0 * (1.0 + 0.01 * rng.normal()))
+            .collect();
+        quiet.extend((0..6).map(|_| 20.0 * (1.0 + 0.01 * rng.normal())));
+        let found = change_points(&history(seed, &quiet));
+        assert!(found.len() <= 1, "seed {seed}: {quiet:?} {found:#?}");
+        assert!(
+            found.iter().all(|c| c.position == 6),
+            "seed {seed}: {found:#?}"
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! `instructions = "per-benchmark"` on a real crate with real criterion benchmarks, built by
+//! cargo inside the real boundary and counted by the real valgrind: each benchmark gets the
+//! instructions of one iteration of its routine beside its time, they follow the routine's
+//! work, repeat exactly, and a libtest harness that `cargo bench` also starts is left alone.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use super::settings::SuiteBoundary;
+use super::tests::Server;
+use crate::config::{InstructionCounts, ResultFormat, Suite};
+use crate::instructions::METRIC;
+
+/// A crate whose criterion benchmarks sum the squares of 1,000 and of 2,000 numbers, the
+/// second through `iter_batched` (its setup makes the input); its library has a unit test.
+fn write_crate(dir: &Path) {
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::create_dir_all(dir.join("benches")).unwrap();
+    fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"counted\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dev-dependencies]\ncriterion = { version = \"0.8\", default-features = false, \
+         features = [\"cargo_bench_support\"] }\n\n[[bench]]\nname = \"sums\"\nharness = false\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("src/lib.rs"),
+        "pub fn squares(n: u64) -> u64 {\n    let mut total = 0u64;\n    \
+         for x in 0..n {\n        total = total.wrapping_add(std::hint::black_box(x * x));\n    }\n    \
+         total\n}\n\n#[test]\nfn sums() {\n    assert_eq!(squares(3), 5);\n}\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("benches/sums.rs"),
+        "use criterion::{criterion_group, criterion_main, BatchSize, Criterion};\n\
+         use std::hint::black_box;\nuse std::time::Duration;\n\n\
+         fn sums(c: &mut Criterion) {\n    \
+         c.bench_function(\"squares/1000\", |b| b.iter(|| counted::squares(black_box(1000))));\n    \
+         c.bench_function(\"squares/2000\", |b| {\n        \
+         b.iter_batched(|| black_box(2000), counted::squares, BatchSize::SmallInput)\n    });\n}\n\n\
+         criterion_group! {\n    name = benches;\n    config = Criterion::default().sample_size(10)\n        \
+         .warm_up_time(Duration::from_millis(100)).measurement_time(Duration::from_millis(300));\n    \
+         targets = sums\n}\ncriterion_main!(benches);\n",
+    )
+    .unwrap();
+}
+
+fn suite() -> Suite {
+    Suite {
+        name: "sums".into(),
+        build: Some("cargo bench --no-run 2>&1".into()),
+        run: "cargo bench 2>&1 >&2".into(),
+        format: ResultFormat::Criterion,
+        repeat: 1,
+        timeout: Duration::from_secs(900),
+        boundary: SuiteBoundary::default(),
+        instructions: InstructionCounts::PerBenchmark,
+        toolchain: None,
+        cap_lints: None,
+    }
+}
+
+/// Each benchmark's (time, instructions).
+fn counts(server: &Server) -> Vec<(String, f64)> {
+    let (result, log) = server.run_suite(&suite());
+    let upload = result.unwrap_or_else(|f| panic!("{} | {} | {log}", f.error, f.log_tail));
+    let mut counts = Vec::new();
+    for bench in &upload.results.benchmarks {
+        let metric = |name: &str| bench.metrics.iter().find(|m| m.name == name);
+        assert!(metric("time").is_some(), "{bench:?}");
+        let count = metric(METRIC).unwrap_or_else(|| panic!("no count: {bench:?} | {log}"));
+        assert_eq!(count.unit, METRIC);
+        assert!(count.samples.is_empty(), "one count, not samples");
+        counts.push((bench.name.clone(), count.value));
+    }
+    counts.sort_by(|a, b| a.0.cmp(&b.0));
+    counts
+}
+
+#[test]
+fn unmodified_criterion_benchmarks_get_their_instructions_per_iteration() {
+    let server = Server::new();
+    write_crate(&server.dirs.worktree);
+    let first = counts(&server);
+    let names: Vec<&str> = first.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["squares/1000", "squares/2000"], "{first:?}");
+    let (one, two) = (first[0].1, first[1].1);
+    // Twice the numbers, twice the work; the loop is a few instructions a number, so the
+    // timing and setup around each iteration are not in the count.
+    assert!((1_000.0..20_000.0).contains(&one), "{first:?}");
+    let ratio = two / one;
+    assert!((1.9..2.1).contains(&ratio), "{first:?}");
+    let again = counts(&server);
+    for ((name, a), (_, b)) in first.iter().zip(&again) {
+        assert!((a - b).abs() / a < 0.001, "{name}: {a} then {b}");
+    }
+}
