@@ -286,7 +286,7 @@ pub fn per_iteration(calls: &Calls) -> Result<f64, String> {
         ),
         n => {
             let last = slope(n - 1);
-            if !(last > 0.0) {
+            if last.is_nan() || last <= 0.0 {
                 return Err(format!(
                     "its calls did not grow with their iterations: {costs:?}"
                 ));
