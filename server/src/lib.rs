@@ -25,6 +25,7 @@ pub mod forge;
 pub mod git;
 pub mod interleaved;
 pub mod limits;
+pub mod local_servers;
 pub mod low_priority;
 pub mod metrics;
 pub mod pages;

@@ -3,6 +3,7 @@
 mod alerts;
 mod comparisons;
 mod doc;
+mod pull_uploads;
 mod queue;
 mod repos;
 mod series;
@@ -14,6 +15,7 @@ mod worker;
 pub use alerts::{DeliveryLog, LOG_LIMIT, target_view};
 pub use comparisons::merge_base;
 pub use repos::load_commit;
+pub(crate) use repos::uploading_machine;
 pub use verdicts::{csv_response, load_regression};
 
 use axum::Router;
@@ -40,6 +42,7 @@ pub const PREFIX: &str = "/api/v1";
 fn documented() -> OpenApiRouter<AppState> {
     let results = OpenApiRouter::new()
         .routes(routes!(repos::upload_results))
+        .routes(routes!(pull_uploads::upload))
         .routes(routes!(worker::complete))
         .layer(DefaultBodyLimit::max(RESULTS_BODY_LIMIT));
     let hooks = OpenApiRouter::new()
