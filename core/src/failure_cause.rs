@@ -9,8 +9,9 @@ const MAX_CAUSE: usize = 300;
 /// The cause of a failure whose output ended with `log_tail`: the first error line (a
 /// compiler's first error is the one the others follow from; a panic with its message), the
 /// deepest `Caused by:` under it (cargo explains a failed download in a chain of them), and
-/// the last error line when it says something else; without error lines, the output's last line. `None` when the output
-/// is empty or says nothing the error does not.
+/// the last error line when it says something else; without error lines, a line that tells of
+/// a refusal (permission denied, a command not found), else the output's last line. `None` when
+/// the output is empty or says nothing the error does not.
 pub fn failure_cause(error: &str, log_tail: &str) -> Option<String> {
     let lines: Vec<String> = log_tail
         .lines()
@@ -18,9 +19,18 @@ pub fn failure_cause(error: &str, log_tail: &str) -> Option<String> {
         .map(|l| l.trim().to_owned())
         .filter(|l| !l.is_empty())
         .collect();
-    let errors: Vec<usize> = (0..lines.len())
+    // A line that says it is an error outranks a warning that mentions a refusal (cargo warns
+    // "failed to write cache ... Permission denied" before the error that stopped it).
+    let strong: Vec<usize> = (0..lines.len())
         .filter(|&i| is_error_line(&lines[i]))
         .collect();
+    let errors = if strong.is_empty() {
+        (0..lines.len())
+            .filter(|&i| mentions_a_refusal(&lines[i]))
+            .collect()
+    } else {
+        strong
+    };
     let mut parts: Vec<&str> = Vec::new();
     match (errors.first(), errors.last()) {
         (Some(&first), Some(&last)) => {
@@ -48,17 +58,23 @@ pub fn failure_cause(error: &str, log_tail: &str) -> Option<String> {
 }
 
 /// Whether a line reports an error: `error: ...`, `error[E0425]: ...`, `Error: ...`,
-/// `fatal: ...`, a panic, or a refusal by the operating system.
+/// `fatal: ...`, or a panic.
 fn is_error_line(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
     let leads = ["error:", "error[", "fatal:", "fatal error"]
         .iter()
         .any(|p| lower.starts_with(p));
-    leads
-        || lower.contains("panicked at")
-        || lower.contains("permission denied")
-        || lower.contains("command not found")
-        || lower.ends_with(": not found")
+    leads || lower.contains("panicked at")
+}
+
+/// Whether a line that is no warning tells of a refusal by the operating system or a shell:
+/// what output without error lines failed of.
+fn mentions_a_refusal(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    !lower.starts_with("warning")
+        && (lower.contains("permission denied")
+            || lower.contains("command not found")
+            || lower.ends_with(": not found"))
 }
 
 /// The last line after the last `Caused by:` among `lines` (cargo's chain of causes ends
@@ -142,6 +158,25 @@ mod tests {
         assert_eq!(
             failure_cause(BUILD_FAILED, log).unwrap(),
             "error: failed to download `cast v0.3.0` … Permission denied (os error 13)"
+        );
+    }
+
+    #[test]
+    fn a_warning_that_mentions_a_refusal_does_not_hide_the_error_after_it() {
+        // The log tail of a `cargo bench` in the sandbox of a kymo worker whose CARGO_HOME was
+        // read-only (a trial on crc32fast 1.5.5).
+        let log = "    Updating crates.io index\n\
+                   warning: failed to write cache, path: /root/.cargo/registry/index/\
+                   index.crates.io-1949cf8c6b5b557f/.cache/cf/g-/cfg-if, error: Permission \
+                   denied (os error 13)\n     Locking 59 packages to latest compatible \
+                   versions\n Downloading crates ...\n  Downloaded quickcheck v1.1.0\n\
+                   error: failed to open `/root/.cargo/registry/cache/\
+                   index.crates.io-1949cf8c6b5b557f/quickcheck-1.1.0.crate`\n\n\
+                   Caused by:\n  Permission denied (os error 13)\n";
+        assert_eq!(
+            failure_cause("the run (repeat 1/1) command exited with status 101", log).unwrap(),
+            "error: failed to open `/root/.cargo/registry/cache/index.crates.io-1949cf8c6b5b557f/\
+             quickcheck-1.1.0.crate` … Permission denied (os error 13)"
         );
     }
 
