@@ -186,7 +186,7 @@ pub async fn comparison_view(
     let machine = comparison.machine.clone().unwrap_or_default();
     let (rows, label) = match rounds.first() {
         Some(round) if !interleaved => (
-            crate::pulls::ci::judge_uploaded(state, repo, &comparison, round).await?,
+            crate::pulls::ci_verdict::judge_uploaded(state, repo, &comparison, round).await?,
             format!("{}, measured in CI", comparison.baseline),
         ),
         _ => (

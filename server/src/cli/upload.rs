@@ -322,4 +322,43 @@ mod tests {
         assert_eq!(full_sha(&full, None).unwrap().as_str(), full);
         assert!(full_sha("HEAD", None).is_err());
     }
+
+    /// Commits an empty tree on `parents` (no reference moves); returns its id.
+    fn commit(repo: &git2::Repository, parents: &[git2::Oid], message: &str) -> git2::Oid {
+        let tree = repo
+            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        let sig = git2::Signature::now("Ada", "ada@example.com").unwrap();
+        let parents: Vec<git2::Commit> = parents
+            .iter()
+            .map(|p| repo.find_commit(*p).unwrap())
+            .collect();
+        let parents: Vec<&git2::Commit> = parents.iter().collect();
+        repo.commit(None, &sig, &sig, message, &tree, &parents)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_merge_base_is_found_in_a_clone_that_has_the_base_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let root = commit(&repo, &[], "root");
+        let fork_point = commit(&repo, &[root], "fork point");
+        let main_moved_on = commit(&repo, &[fork_point], "main moved on");
+        let head = commit(&repo, &[fork_point], "the pull request");
+        repo.reference("refs/remotes/origin/main", main_moved_on, true, "")
+            .unwrap();
+        repo.reference("refs/heads/topic", head, true, "").unwrap();
+        repo.set_head("refs/heads/topic").unwrap();
+        let head_sha = full_sha("HEAD", Some(&repo)).unwrap();
+        assert_eq!(head_sha.as_str(), head.to_string());
+        let short = &head.to_string()[..8];
+        assert_eq!(full_sha(short, Some(&repo)).unwrap(), head_sha);
+        assert_eq!(
+            local_merge_base(&repo, &head_sha, "main").unwrap().as_str(),
+            fork_point.to_string()
+        );
+        assert_eq!(local_merge_base(&repo, &head_sha, "develop"), None);
+        assert!(full_sha("no-such-ref", Some(&repo)).is_err());
+    }
 }

@@ -6,6 +6,7 @@
 //! nothing runs for one unless the repository names its author (`--fork-authors`).
 
 pub mod ci;
+pub mod ci_verdict;
 pub mod feedback;
 
 use kymo_core::db::{

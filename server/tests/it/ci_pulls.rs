@@ -5,11 +5,11 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::listener::{Listener, Received};
+use crate::listener::Listener;
+use crate::pull_requests::{status_of, wait_for};
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_bin};
 use crate::webhooks::git;
 
@@ -58,24 +58,6 @@ fn upload_token(server: &KymoServer, name: &str, repo: &str) -> String {
         "token", "create", "--upload", name, "--repo", repo, "--db", db,
     ];
     assert_ok(&server.kymo(&args)).trim().to_owned()
-}
-
-/// Waits until the forge received a request `wanted` accepts; returns its 1-based number
-/// (what the stand-in answers as a created comment's id) and the request.
-fn wait_for(forge: &Listener, what: &str, wanted: impl Fn(&Received) -> bool) -> (usize, Received) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let received = forge.received();
-        if let Some(found) = received.iter().position(&wanted) {
-            return (found + 1, received[found].clone());
-        }
-        assert!(Instant::now() < deadline, "no {what}: {received:#?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn status_of(request: &Received, sha: &str, state: &str) -> bool {
-    request.path == format!("/repos/acme/app/statuses/{sha}") && request.json()["state"] == state
 }
 
 fn comments_posted(forge: &Listener) -> usize {

@@ -77,7 +77,11 @@ fn tracked(server: &KymoServer, forge: &Listener) -> (TestRepo, String) {
 
 /// Waits until the forge received a request that `wanted` accepts; returns it with its
 /// 1-based number (what the stand-in answers as a created comment's id).
-fn wait_for(forge: &Listener, what: &str, wanted: impl Fn(&Received) -> bool) -> (usize, Received) {
+pub fn wait_for(
+    forge: &Listener,
+    what: &str,
+    wanted: impl Fn(&Received) -> bool,
+) -> (usize, Received) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let received = forge.received();
@@ -89,7 +93,8 @@ fn wait_for(forge: &Listener, what: &str, wanted: impl Fn(&Received) -> bool) ->
     }
 }
 
-fn status_of(request: &Received, sha: &str, state: &str) -> bool {
+/// Whether `request` posts the status `state` on commit `sha` of GitHub's `acme/app`.
+pub fn status_of(request: &Received, sha: &str, state: &str) -> bool {
     request.path == format!("/repos/acme/app/statuses/{sha}") && request.json()["state"] == state
 }
 
