@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 
 use crate::listener::Listener;
-use crate::pull_requests::{status_of, wait_for};
+use crate::pull_requests::{report_to, status_of, wait_for};
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_bin};
 use crate::webhooks::git;
 
@@ -91,19 +91,7 @@ fn setup() -> Setup {
         })
         .collect();
     assert_ok(&server.kymo(&["repo", "add", "app", repo.path().to_str().unwrap()]));
-    assert_ok(&server.kymo(&[
-        "status",
-        "set",
-        "app",
-        "--kind",
-        "github",
-        "--api-url",
-        &forge.url,
-        "--slug",
-        "acme/app",
-        "--forge-token",
-        "forge-token-123",
-    ]));
+    report_to(&server, &forge);
     let token = upload_token(&server, "ci", "app");
     let work = tempfile::tempdir().unwrap();
     // CI on every push to main: each commit's results, under this runner's fingerprint.

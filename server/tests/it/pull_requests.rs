@@ -59,6 +59,12 @@ fn tracked(server: &KymoServer, forge: &Listener) -> (TestRepo, String) {
     let slower = branch(&repo, "one-pass", &[("work.txt", "390000\n")]);
     let path = repo.path().to_str().unwrap();
     assert_ok(&server.kymo(&["repo", "add", "app", path, "--webhook-secret", SECRET]));
+    report_to(server, forge);
+    (repo, slower)
+}
+
+/// Makes repository `app` post its statuses and comments to `forge` as GitHub's `acme/app`.
+pub fn report_to(server: &KymoServer, forge: &Listener) {
     assert_ok(&server.kymo(&[
         "status",
         "set",
@@ -72,7 +78,6 @@ fn tracked(server: &KymoServer, forge: &Listener) -> (TestRepo, String) {
         "--forge-token",
         "forge-token-123",
     ]));
-    (repo, slower)
 }
 
 /// Waits until the forge received a request that `wanted` accepts; returns it with its
