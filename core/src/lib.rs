@@ -7,10 +7,12 @@
 pub mod clock;
 pub mod credentials;
 pub mod db;
+pub mod failure_cause;
 pub mod format;
 pub mod model;
 pub mod protocol;
 pub mod pull_request;
+pub mod pull_upload;
 pub mod results;
 pub mod samples;
 pub mod stats;

@@ -73,6 +73,9 @@ pub struct BackfillQueued {
     pub jobs: Vec<i64>,
     /// (commit, machine) pairs left alone because that machine has measured the commit already.
     pub skipped: usize,
+    /// (commit, machine) pairs whose earlier jobs all failed, queued again (counted in `jobs`).
+    #[serde(default)]
+    pub requeued: usize,
 }
 
 /// `POST /api/v1/repos/{repo}/settings`: changes a repository's settings; what is absent

@@ -300,8 +300,22 @@ pub async fn require_scope(
     state: &AppState,
     scope: TokenScope,
 ) -> AppResult<String> {
+    Ok(authorize(parts, state, scope).await?.name)
+}
+
+/// Who [`require_scope`] let in.
+struct Authorized {
+    name: String,
+    /// The one repository the token is limited to, if it is.
+    only_repository: Option<i64>,
+}
+
+async fn authorize(parts: &Parts, state: &AppState, scope: TokenScope) -> AppResult<Authorized> {
     match identify(parts, state).await? {
-        Caller::Token(credential) if credential.allows(scope) => Ok(credential.name),
+        Caller::Token(credential) if credential.allows(scope) => Ok(Authorized {
+            name: credential.name,
+            only_repository: credential.repository_id,
+        }),
         Caller::Token(credential) => Err(wrong_scope(&credential, scope)),
         Caller::Session(session) => {
             let csrf = parts
@@ -315,21 +329,46 @@ pub async fn require_scope(
                     "a cross-site or unverified request: send X-CSRF-Token from this site".into(),
                 ));
             }
-            Ok(session.name)
+            Ok(Authorized {
+                name: session.name,
+                only_repository: None,
+            })
         }
         Caller::Anonymous => Err(AppError::Unauthorized),
     }
 }
 
-/// A holder of an upload token (or an admin): `kymo upload` from CI.
-pub struct Uploader;
+/// A holder of an upload token (or an admin): `kymo upload` from CI. An upload token may be
+/// limited to one repository: check [`Uploader::may_upload_to`] once the repository is known.
+pub struct Uploader {
+    /// The token's name (an admin session's, for a browser).
+    pub name: String,
+    /// The one repository its token may upload to; any when `None`.
+    only_repository: Option<i64>,
+}
+
+impl Uploader {
+    /// Refuses an upload to a repository the token is not for.
+    pub fn may_upload_to(&self, repository: &kymo_core::db::RepositoryRow) -> AppResult<()> {
+        match self.only_repository {
+            Some(only) if only != repository.id => Err(AppError::Forbidden(format!(
+                "upload token {:?} is for another repository than {:?}",
+                self.name, repository.name
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
 
 impl FromRequestParts<AppState> for Uploader {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> AppResult<Self> {
-        require_scope(parts, state, TokenScope::Upload).await?;
-        Ok(Uploader)
+        let caller = authorize(parts, state, TokenScope::Upload).await?;
+        Ok(Uploader {
+            name: caller.name,
+            only_repository: caller.only_repository,
+        })
     }
 }
 

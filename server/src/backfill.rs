@@ -93,7 +93,8 @@ pub fn thin_and_order<T: Clone>(newest_first: &[T], every: usize) -> Vec<T> {
 }
 
 /// Fetches the repository, then resolves the range on its mirror and queues its commits on
-/// every machine, skipping what a machine has measured or is about to.
+/// every machine, skipping what a machine has measured or is about to; a commit whose jobs
+/// on a machine all failed is queued again there.
 pub async fn backfill(
     state: &AppState,
     repo: &RepositoryRow,
@@ -151,12 +152,14 @@ pub async fn backfill_synced(
         commits = commits.len(),
         jobs = queued.jobs.len(),
         skipped = queued.skipped,
+        requeued = queued.requeued,
         "backfill queued"
     );
     Ok(BackfillQueued {
         commits: newest_first(commits, &chain),
         jobs: queued.jobs,
         skipped: queued.skipped,
+        requeued: queued.requeued,
     })
 }
 

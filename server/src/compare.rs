@@ -143,7 +143,7 @@ pub async fn compare_commits(
 /// The analysis stores the models of the windows a head at a series' newest commit (or off
 /// the branch) measures; only series without one that holds for this head, an older head
 /// for instance, read their history.
-async fn noise_models(
+pub(crate) async fn noise_models(
     state: &AppState,
     repository_id: i64,
     head: Option<i64>,

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use kymo_core::db::{ComparisonRow, RepositoryRow};
+use kymo_core::db::{ComparisonRow, MeasuredBy, RepositoryRow};
 use kymo_core::model::Direction;
 use kymo_core::protocol::{ComparedRound, SuiteUpload};
 use kymo_core::results::validate_suites;
@@ -24,7 +24,8 @@ use crate::state::AppState;
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ComparisonView {
     pub comparison: ComparisonRow,
-    /// Always true: both sides were measured alternately on one machine.
+    /// Both sides were measured alternately on one machine by a kymo worker; false for a
+    /// pull request measured in CI (`comparison.measured` says how).
     pub interleaved: bool,
     /// Rounds measured (each: every suite of the base, then every suite of the head).
     pub rounds_run: usize,
@@ -104,7 +105,8 @@ pub fn judge_rounds(rounds: &[ComparedRound], machine: &str) -> Vec<CompareRow> 
         let head_all: Vec<f64> = h.rounds.concat();
         let direction = Direction::parse(&h.direction).unwrap_or(Direction::Lower);
         let noise = noise_model(&round_observations(&b.rounds, &h.rounds));
-        let verdict = compare(&base_all, &head_all, direction, &noise, &sensitivity);
+        let mut verdict = compare(&base_all, &head_all, direction, &noise, &sensitivity);
+        verdict.note = rounds_note(&verdict.note, rounds.len());
         rows.push(CompareRow {
             benchmark: key.0.clone(),
             metric: key.1.clone(),
@@ -115,6 +117,25 @@ pub fn judge_rounds(rounds: &[ComparedRound], machine: &str) -> Vec<CompareRow> 
         });
     }
     rows
+}
+
+/// A verdict's note in the words of a comparison: its noise comes from the rounds it ran
+/// (each side's runs, in order), not from a history of commits, so "short history (5
+/// commit-to-commit changes)" said of a repository with 23 measured commits was wrong twice.
+fn rounds_note(note: &str, rounds: usize) -> String {
+    let Some(rest) = note.strip_prefix("short history (") else {
+        return note.to_owned();
+    };
+    let after = rest.split_once("):").map_or("", |(_, after)| after);
+    let after = after.replace("the history's", "the runs'").replace(
+        "the history is too short to tell it from noise: more history, or an interleaved \
+             re-measure (`kymo try`), decides",
+        "too few runs to tell it from noise: more rounds (`--rounds`) decide",
+    );
+    format!(
+        "noise measured from this comparison's {} runs ({rounds} of each side, interleaved):{after}",
+        2 * rounds
+    )
 }
 
 /// The runs of the same code, in the order they ran: each base round, then each head round
@@ -150,10 +171,12 @@ pub async fn comparison_view(
     repo: &RepositoryRow,
     comparison: ComparisonRow,
 ) -> AppResult<ComparisonView> {
+    // Measured in CI: one run of each side, judged against the runner's stored history.
+    let interleaved = comparison.measured == MeasuredBy::Interleaved.as_str();
     let Some(results) = state.db.comparison_results(comparison.id).await? else {
         return Ok(ComparisonView {
             comparison,
-            interleaved: true,
+            interleaved,
             rounds_run: 0,
             report: None,
         });
@@ -161,12 +184,20 @@ pub async fn comparison_view(
     let rounds: Vec<ComparedRound> = serde_json::from_str(&results)
         .map_err(|e| AppError::Internal(anyhow::anyhow!("stored comparison is corrupt: {e}")))?;
     let machine = comparison.machine.clone().unwrap_or_default();
-    let rows = judge_rounds(&rounds, &machine);
-    let label = format!(
-        "{}, interleaved over {} rounds",
-        comparison.baseline,
-        rounds.len()
-    );
+    let (rows, label) = match rounds.first() {
+        Some(round) if !interleaved => (
+            crate::pulls::ci_verdict::judge_uploaded(state, repo, &comparison, round).await?,
+            format!("{}, measured in CI", comparison.baseline),
+        ),
+        _ => (
+            judge_rounds(&rounds, &machine),
+            format!(
+                "{}, interleaved over {} rounds",
+                comparison.baseline,
+                rounds.len()
+            ),
+        ),
+    };
     let report = summarise(
         repo,
         comparison.base.clone(),
@@ -177,7 +208,7 @@ pub async fn comparison_view(
     Ok(ComparisonView {
         rounds_run: rounds.len(),
         comparison,
-        interleaved: true,
+        interleaved,
         report: Some(report),
     })
 }
@@ -236,6 +267,28 @@ mod tests {
         assert!((slower[0].verdict.change_pct - 30.0).abs() < 1.0);
         let same = judge_rounds(&rounds(100.0, 100.0, 0.02), "m");
         assert_eq!(same[0].verdict.kind, VerdictKind::NoChange, "{same:?}");
+    }
+
+    #[test]
+    fn the_note_speaks_of_the_comparisons_runs_not_of_a_commit_history() {
+        let rows = judge_rounds(&rounds(100.0, 100.4, 0.0), "m");
+        let note = &rows[0].verdict.note;
+        assert!(!note.contains("commit-to-commit"), "{note}");
+        assert!(
+            note.starts_with("noise measured from this comparison's 6 runs (3 of each side"),
+            "{note}"
+        );
+        let undecided = "short history (5 commit-to-commit changes): the threshold uses the \
+                         noise at its upper confidence bound; the change is larger than that \
+                         noise and significant, but the history is too short to tell it from \
+                         noise: more history, or an interleaved re-measure (`kymo try`), decides";
+        let said = rounds_note(undecided, 3);
+        assert!(
+            said.ends_with("too few runs to tell it from noise: more rounds (`--rounds`) decide"),
+            "{said}"
+        );
+        assert_eq!(rounds_note("", 3), "");
+        assert_eq!(rounds_note("no history yet: x", 1), "no history yet: x");
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod git;
 pub mod headers;
 pub mod interleaved;
 pub mod limits;
+pub mod local_servers;
 pub mod low_priority;
 pub mod metrics;
 pub mod pages;

@@ -106,6 +106,7 @@ pub async fn start(options: ServeOptions) -> anyhow::Result<RunningServer> {
     state.access = options.access;
 
     write_admin_token(&db, &options.db, clock.now()).await?;
+    remember_this_server(address, &options.db);
     let reaper = tokio::spawn(reap_leases_and_merge(
         db.clone(),
         clock.clone(),
@@ -222,6 +223,25 @@ async fn write_admin_token(db: &Db, db_path: &Path, now: i64) -> anyhow::Result<
         .with_context(|| format!("cannot write the admin token file {}", path.display()))?;
     file.write_all(token.as_bytes())?;
     Ok(())
+}
+
+/// Records this server and its admin token file for the CLI of this user, wherever it runs.
+/// A machine whose home cannot be written still serves: the CLI then needs `KYMO_DB` or
+/// `--token`.
+fn remember_this_server(address: SocketAddr, db_path: &Path) {
+    let Some(file) = crate::local_servers::servers_file() else {
+        return;
+    };
+    let token_file = std::path::absolute(admin_token_path(db_path))
+        .unwrap_or_else(|_| admin_token_path(db_path));
+    let server = crate::local_servers::LocalServer {
+        url: format!("http://{address}"),
+        token_file,
+    };
+    if let Err(error) = crate::local_servers::remember(&file, server) {
+        tracing::warn!(file = %file.display(), error = format!("{error:#}"),
+            "cannot record this server for the CLI");
+    }
 }
 
 /// Returns expired leases to the queue every few seconds, so that a dead worker's job is

@@ -11,6 +11,9 @@ pub struct TokenRow {
     pub scope: String,
     /// Labels granted to a worker token (comma-separated, normalized); empty otherwise.
     pub labels: String,
+    /// The one repository an upload token is limited to; any when absent.
+    #[serde(default)]
+    pub repository: Option<String>,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
@@ -24,6 +27,8 @@ pub struct Credential {
     pub scope: String,
     /// The labels an admin granted to this worker token (comma-separated, normalized).
     pub labels: String,
+    /// The one repository an upload token may upload to; any when `None`.
+    pub repository_id: Option<i64>,
     pub last_used_at: Option<i64>,
 }
 
@@ -31,6 +36,11 @@ impl Credential {
     /// Whether this credential may act with `scope` (an admin may do anything).
     pub fn allows(&self, scope: TokenScope) -> bool {
         self.scope == "admin" || self.scope == scope.as_str()
+    }
+
+    /// Whether this credential may act on the repository `repository_id`.
+    pub fn reaches(&self, repository_id: i64) -> bool {
+        self.repository_id.is_none_or(|only| only == repository_id)
     }
 
     /// The labels of `declared` (normalized) that this credential may claim with: an admin
@@ -81,7 +91,7 @@ impl Db {
         let hash = token_hash(token);
         Ok(sqlx::query_as!(
             Credential,
-            r#"SELECT id AS "token_id!", name, scope, labels, last_used_at FROM tokens
+            r#"SELECT id AS "token_id!", name, scope, labels, repository_id, last_used_at FROM tokens
                WHERE hash = ? AND revoked_at IS NULL"#,
             hash
         )
@@ -116,7 +126,20 @@ impl Db {
         now: i64,
     ) -> Result<String, DbError> {
         let labels = super::normalize_labels(labels)?;
-        self.insert_token(name, TokenScope::Worker, &labels, now)
+        self.insert_token(name, TokenScope::Worker, &labels, None, now)
+            .await
+    }
+
+    /// Creates an upload token that may upload to the repository named `repository` only
+    /// (a CI secret of that project). The token is returned once and stored hashed.
+    pub async fn create_repository_upload_token(
+        &self,
+        name: &str,
+        repository: &str,
+        now: i64,
+    ) -> Result<String, DbError> {
+        let repository_id = self.repository(repository).await?.id;
+        self.insert_token(name, TokenScope::Upload, "", Some(repository_id), now)
             .await
     }
 
@@ -136,8 +159,10 @@ impl Db {
     pub async fn tokens(&self) -> Result<Vec<TokenRow>, DbError> {
         Ok(sqlx::query_as!(
             TokenRow,
-            r#"SELECT id, name, scope, labels, created_at, last_used_at, revoked_at
-               FROM tokens ORDER BY id DESC"#
+            r#"SELECT t.id, t.name, t.scope, t.labels, r.name AS "repository?", t.created_at,
+                      t.last_used_at, t.revoked_at
+               FROM tokens t LEFT JOIN repositories r ON r.id = t.repository_id
+               ORDER BY t.id DESC"#
         )
         .fetch_all(&self.reader)
         .await?)

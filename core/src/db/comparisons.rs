@@ -87,6 +87,37 @@ pub struct ComparisonRow {
     pub machine: Option<String>,
     pub created_at: i64,
     pub finished_at: Option<i64>,
+    /// How both sides were measured: `interleaved` by a kymo worker, or in CI: `same-job`
+    /// (the CI job uploaded both) or `stored-base` (the head against the base's stored results
+    /// on the same machine fingerprint).
+    #[serde(default = "interleaved")]
+    pub measured: String,
+}
+
+fn interleaved() -> String {
+    MeasuredBy::Interleaved.as_str().to_owned()
+}
+
+/// How a comparison's two sides were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeasuredBy {
+    /// By a kymo worker, alternately on one machine.
+    Interleaved,
+    /// By one CI job on one runner, both uploaded.
+    SameJob,
+    /// The head by CI; the base's results were stored already, from the same machine
+    /// fingerprint.
+    StoredBase,
+}
+
+impl MeasuredBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MeasuredBy::Interleaved => "interleaved",
+            MeasuredBy::SameJob => "same-job",
+            MeasuredBy::StoredBase => "stored-base",
+        }
+    }
 }
 
 /// What a worker needs beyond the head commit to run a comparison job.
@@ -141,8 +172,11 @@ impl Db {
                       CASE WHEN EXISTS (SELECT 1 FROM confirmations f
                                         WHERE f.comparison_id = k.id OR f.earlier_comparison_id = k.id)
                            THEN 'confirm' ELSE k.origin END AS "origin!: String", k.label, b.sha AS base, h.sha AS head,
-                      k.baseline, k.rounds, coalesce(j.state, 'cancelled') AS "state!: String",
-                      j.phase, j.error, m.fingerprint AS "machine?", k.created_at, k.finished_at
+                      k.baseline, k.rounds,
+                      coalesce(j.state, CASE WHEN k.results IS NOT NULL THEN 'succeeded' ELSE 'cancelled' END)
+                          AS "state!: String",
+                      j.phase, j.error, m.fingerprint AS "machine?", k.created_at, k.finished_at,
+                      k.measured
                FROM comparisons k JOIN repositories r ON r.id = k.repository_id
                     JOIN commits b ON b.id = k.base_id JOIN commits h ON h.id = k.head_id
                     LEFT JOIN jobs j ON j.id = (SELECT max(id) FROM jobs WHERE comparison_id = k.id)

@@ -41,6 +41,10 @@ pub struct JobRow {
     pub log_tail: Option<String>,
     /// What a running job is doing, as its worker last said.
     pub phase: Option<String>,
+    /// Why a failed job failed, from its output: cargo's `error: ...` lines, a panic
+    /// ([`failure_cause`](crate::failure_cause::failure_cause)).
+    #[serde(default)]
+    pub cause: Option<String>,
 }
 
 /// Why a job was queued. Its priority follows from it: a push's new head (or a commit someone
@@ -93,6 +97,14 @@ impl JobReason {
             JobReason::Head | JobReason::Backfill | JobReason::History
         )
     }
+
+    /// A backfill someone asked for (`kymo run --last N`, `A..B`) measures again the commits
+    /// whose every job failed: they were never measured, and a user who fixed the suites
+    /// expects the history to fill in. A push or poll announcing a failed commit again does
+    /// not re-run it (a replayed delivery would repeat every failure).
+    fn retries_failures(self) -> bool {
+        self == JobReason::History
+    }
 }
 
 /// What a batch of commits queued: the jobs waiting for them (new or already waiting), and
@@ -101,6 +113,16 @@ impl JobReason {
 pub struct Enqueued {
     pub jobs: Vec<i64>,
     pub skipped: usize,
+    /// (commit, machine) pairs queued again because every earlier job of theirs failed.
+    pub requeued: usize,
+}
+
+/// A job [`queue_one`] left waiting for a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Waiting {
+    id: i64,
+    /// The machine's earlier jobs of this commit all failed: this one measures it again.
+    after_failure: bool,
 }
 
 /// Whether a machine offering `offered` labels may run a repository requiring `required`
@@ -203,7 +225,10 @@ impl Db {
                 )
                 .await?
                 {
-                    Some(id) => queued.jobs.push(id),
+                    Some(waiting) => {
+                        queued.jobs.push(waiting.id);
+                        queued.requeued += usize::from(waiting.after_failure);
+                    }
                     None => queued.skipped += 1,
                 }
             }
@@ -235,7 +260,7 @@ impl Db {
         )
         .await?;
         tx.commit().await?;
-        Ok(id)
+        Ok(id.map(|waiting| waiting.id))
     }
 
     /// Cancels a waiting or running job. A worker running it loses its lease: its heartbeat and
@@ -315,7 +340,7 @@ impl Db {
         .await?
         .ok_or_else(|| DbError::Conflict(format!("job {job_id}'s commit is queued already")))?;
         tx.commit().await?;
-        Ok(id)
+        Ok(id.id)
     }
 
     /// Hands the next job for `machine_id` to its worker under a fresh lease held by the token
@@ -514,11 +539,11 @@ impl Db {
 
     /// Jobs in queue-page order: all of them, or the one with `id`.
     async fn job_rows(&self, id: Option<i64>, limit: i64) -> Result<Vec<JobRow>, DbError> {
-        Ok(sqlx::query_as!(
+        let mut rows = sqlx::query_as!(
             JobRow,
             r#"SELECT j.id, r.name AS repository, c.sha, c.message, m.fingerprint AS "machine?",
                       j.state, j.reason, j.attempts, j.created_at, j.started_at, j.finished_at, j.error, j.log_tail,
-                      j.phase
+                      j.phase, NULL AS "cause?: String"
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                            LEFT JOIN machines m ON m.id = j.machine_id
@@ -531,12 +556,19 @@ impl Db {
             limit
         )
         .fetch_all(&self.reader)
-        .await?)
+        .await?;
+        for row in rows.iter_mut().filter(|r| r.state == "failed") {
+            if let (Some(error), Some(log)) = (&row.error, &row.log_tail) {
+                row.cause = crate::failure_cause::failure_cause(error, log);
+            }
+        }
+        Ok(rows)
     }
 }
 
 /// Queues one (commit, machine) job unless one is waiting already (returned instead) or, for
-/// reasons measured once per machine, the machine has ever been given or measured it (`None`).
+/// reasons measured once per machine, the machine has measured it or been given it (`None`).
+/// A backfill asked for by hand gives a commit whose jobs on the machine all failed another.
 async fn queue_one(
     tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
     repository_id: i64,
@@ -545,7 +577,7 @@ async fn queue_one(
     reason: JobReason,
     settings: LeaseSettings,
     now: i64,
-) -> Result<Option<i64>, DbError> {
+) -> Result<Option<Waiting>, DbError> {
     // A job not yet bound to a machine (queued before any registered) counts for every one.
     let active = sqlx::query_scalar!(
         r#"SELECT id AS "id!" FROM jobs WHERE commit_id = ?1 AND (machine_id IS ?2 OR machine_id IS NULL)
@@ -568,21 +600,30 @@ async fn queue_one(
         )
         .execute(&mut **tx)
         .await?;
-        return Ok(Some(id));
+        return Ok(Some(Waiting {
+            id,
+            after_failure: false,
+        }));
     }
+    let mut after_failure = false;
     if reason.once_per_machine() {
-        let seen = sqlx::query_scalar!(
-            r#"SELECT 1 AS "seen!" FROM jobs WHERE commit_id = ?1 AND machine_id IS ?2 AND state <> 'cancelled'
-                 AND comparison_id IS NULL
-               UNION ALL SELECT 1 FROM runs WHERE commit_id = ?1 AND machine_id IS ?2 LIMIT 1"#,
+        let seen = sqlx::query!(
+            r#"SELECT EXISTS (SELECT 1 FROM jobs WHERE commit_id = ?1 AND machine_id IS ?2
+                                AND state = 'succeeded' AND comparison_id IS NULL)
+                      OR EXISTS (SELECT 1 FROM runs WHERE commit_id = ?1 AND machine_id IS ?2)
+                      AS "measured!: bool",
+                      EXISTS (SELECT 1 FROM jobs WHERE commit_id = ?1 AND machine_id IS ?2
+                                AND state = 'failed' AND comparison_id IS NULL)
+                      AS "failed!: bool" "#,
             commit_id,
             machine
         )
-        .fetch_optional(&mut **tx)
+        .fetch_one(&mut **tx)
         .await?;
-        if seen.is_some() {
+        if seen.measured || (seen.failed && !reason.retries_failures()) {
             return Ok(None);
         }
+        after_failure = seen.failed;
     }
     let (reason_name, priority) = (reason.as_str(), reason.priority());
     let id = sqlx::query_scalar!(
@@ -599,7 +640,7 @@ async fn queue_one(
     )
     .fetch_one(&mut **tx)
     .await?;
-    Ok(Some(id))
+    Ok(Some(Waiting { id, after_failure }))
 }
 
 pub(super) fn lease_lost(job_id: i64) -> DbError {

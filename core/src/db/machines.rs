@@ -141,15 +141,17 @@ impl Db {
         scope: TokenScope,
         now: i64,
     ) -> Result<String, DbError> {
-        self.insert_token(name, scope, "", now).await
+        self.insert_token(name, scope, "", None, now).await
     }
 
-    /// Stores a new token (hashed) with its scope and granted labels; returns the token.
+    /// Stores a new token (hashed) with its scope, granted labels and the one repository it
+    /// is limited to (any when `None`); returns the token.
     pub(super) async fn insert_token(
         &self,
         name: &str,
         scope: TokenScope,
         labels: &str,
+        repository_id: Option<i64>,
         now: i64,
     ) -> Result<String, DbError> {
         super::validate_token_name(name)?;
@@ -158,11 +160,12 @@ impl Db {
         let scope = scope.as_str();
         let mut tx = self.begin_write().await?;
         sqlx::query!(
-            "INSERT INTO tokens (name, scope, hash, labels, created_at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO tokens (name, scope, hash, labels, repository_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             name,
             scope,
             hash,
             labels,
+            repository_id,
             now
         )
         .execute(&mut *tx)

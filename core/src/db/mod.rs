@@ -19,6 +19,7 @@ mod jobs;
 mod json_text;
 mod machines;
 mod pages;
+mod pull_uploads;
 mod pulls;
 mod regressions;
 mod repos;
@@ -51,7 +52,7 @@ pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
 };
 pub use comparisons::{
-    COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS,
+    COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS, MeasuredBy,
     NewComparison,
 };
 pub use confirmations::{
@@ -67,8 +68,9 @@ pub use jobs::{
 pub use machines::{MachineRow, TokenScope};
 pub use pages::{
     BenchmarkSeriesRow, CommitMeasurementRow, CommitRow, CommitRunRow, EnvironmentPoint,
-    HistoryRow, HistoryStatus, RepositorySummary, SeriesPoint,
+    HistoryRow, HistoryStatus, MIN_SHA_PREFIX, RepositorySummary, SeriesPoint,
 };
+pub use pull_uploads::{MeasuredBase, UploadedComparison};
 pub use pulls::{DuePullFeedback, PullRequestRecord, PullRequestRow, PullSettings};
 pub use regressions::{
     AnalysisPoint, FoundChange, RegressionFilter, RegressionRow, SeriesToAnalyse, TRIAGE_STATES,

@@ -3,6 +3,9 @@
 use super::{Db, DbError};
 use crate::samples::Samples;
 
+/// The shortest sha prefix that names a commit, as git accepts it.
+pub const MIN_SHA_PREFIX: usize = 4;
+
 /// A repository with the counts the home page shows.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RepositorySummary {
@@ -213,7 +216,8 @@ impl Db {
             .collect())
     }
 
-    /// A commit by sha (a unique prefix of at least 7 digits also works).
+    /// A commit by sha (a unique prefix of at least 4 digits also works, as in git; an
+    /// ambiguous one is refused with the commits it could name).
     pub async fn commit(&self, repository_id: i64, sha: &str) -> Result<CommitRow, DbError> {
         let pattern = format!("{}%", sha.to_ascii_lowercase());
         let mut rows = sqlx::query_as!(
@@ -225,11 +229,14 @@ impl Db {
         )
         .fetch_all(&self.reader)
         .await?;
-        let valid = sha.len() >= 7 && sha.len() <= 40 && sha.bytes().all(|b| b.is_ascii_hexdigit());
+        let valid = (MIN_SHA_PREFIX..=40).contains(&sha.len())
+            && sha.bytes().all(|b| b.is_ascii_hexdigit());
         match (valid, rows.len()) {
             (true, 1) => Ok(rows.remove(0)),
             (true, 2..) => Err(DbError::Invalid(format!(
-                "commit prefix {sha:?} is ambiguous"
+                "commit prefix {sha:?} is ambiguous: it begins {} and {} (at least); give more digits",
+                &rows[0].sha[..12],
+                &rows[1].sha[..12]
             ))),
             _ => Err(DbError::NotFound(format!(
                 "commit {:?}",

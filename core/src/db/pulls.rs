@@ -141,26 +141,7 @@ impl Db {
         now: i64,
     ) -> Result<(i64, i64), DbError> {
         let mut tx = self.begin_write().await?;
-        let id = sqlx::query_scalar!(
-            r#"INSERT INTO pull_requests (repository_id, provider, number, title, author, state,
-                                          head_sha, feedback_due_at, created_at, updated_at)
-               VALUES (?1, ?2, ?3, ?4, ?5, 'open', ?6, ?7, ?7, ?7)
-               ON CONFLICT (repository_id, provider, number) DO UPDATE SET
-                   title = excluded.title, author = excluded.author, state = 'open',
-                   head_sha = excluded.head_sha, feedback_due_at = excluded.feedback_due_at,
-                   feedback_attempts = 0, updated_at = excluded.updated_at
-               RETURNING id AS "id!" "#,
-            pull.repository_id,
-            pull.provider,
-            pull.number,
-            pull.title,
-            pull.author,
-            pull.head_sha,
-            now
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        cancel_waiting(&mut tx, id, now).await?;
+        let id = open_pull_request(&mut tx, pull, now).await?;
         let (comparison, job) =
             super::comparisons::insert_comparison(&mut tx, comparison, Some(id), settings, now)
                 .await?;
@@ -288,7 +269,8 @@ impl Db {
             r#"SELECT p.id AS "id!", p.provider, p.number AS "number!", p.title, p.author, p.state,
                       p.head_sha,
                       k.id AS "comparison?: i64",
-                      (SELECT j.state FROM jobs j WHERE j.comparison_id = k.id ORDER BY j.id DESC LIMIT 1)
+                      coalesce((SELECT j.state FROM jobs j WHERE j.comparison_id = k.id ORDER BY j.id DESC LIMIT 1),
+                               CASE WHEN k.results IS NOT NULL THEN 'succeeded' END)
                           AS "comparison_state?: String",
                       p.updated_at AS "updated_at!"
                FROM pull_requests p
@@ -301,6 +283,36 @@ impl Db {
         .fetch_all(&self.reader)
         .await?)
     }
+}
+
+/// Records a pull request as open with a new head (its feedback falls due now), and cancels
+/// the waiting jobs of its older comparisons: their head is gone. Returns its id.
+pub(super) async fn open_pull_request(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    pull: &PullRequestRecord<'_>,
+    now: i64,
+) -> Result<i64, DbError> {
+    let id = sqlx::query_scalar!(
+        r#"INSERT INTO pull_requests (repository_id, provider, number, title, author, state,
+                                      head_sha, feedback_due_at, created_at, updated_at)
+           VALUES (?1, ?2, ?3, ?4, ?5, 'open', ?6, ?7, ?7, ?7)
+           ON CONFLICT (repository_id, provider, number) DO UPDATE SET
+               title = excluded.title, author = excluded.author, state = 'open',
+               head_sha = excluded.head_sha, feedback_due_at = excluded.feedback_due_at,
+               feedback_attempts = 0, updated_at = excluded.updated_at
+           RETURNING id AS "id!" "#,
+        pull.repository_id,
+        pull.provider,
+        pull.number,
+        pull.title,
+        pull.author,
+        pull.head_sha,
+        now
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    cancel_waiting(tx, id, now).await?;
+    Ok(id)
 }
 
 /// Cancels the waiting (queued or running) comparison jobs of a pull request; a running one's

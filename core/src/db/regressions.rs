@@ -92,10 +92,17 @@ pub struct RegressionRow {
 /// Filters of the regressions list.
 #[derive(Debug, Clone, Default, serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct RegressionFilter {
+    /// A triage state (`open`, `acknowledged`, `fixed`, `false_positive`), `closed` (fixed
+    /// or false positive), `refuted` (a re-measurement did not confirm it, whatever its
+    /// triage state) or `all`. The API lists `open` ones when absent.
     pub state: Option<String>,
+    /// `regression` or `improvement`.
     pub kind: Option<String>,
+    /// A machine's fingerprint.
     pub machine: Option<String>,
+    /// Part of the benchmark's name.
     pub benchmark: Option<String>,
     /// Smallest absolute change, in percent.
     pub min_change: Option<f64>,
@@ -103,6 +110,89 @@ pub struct RegressionFilter {
 
 /// The triage states a regression may be moved to.
 pub const TRIAGE_STATES: [&str; 4] = ["open", "acknowledged", "fixed", "false_positive"];
+
+/// The values `state` may take besides the triage states.
+pub const STATE_GROUPS: [&str; 3] = ["closed", "refuted", "all"];
+
+/// Which regressions a `state` filter selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct StateSelection {
+    /// Triage states, as `,a,b,` for a lookup in SQL; `None`: any.
+    triage: Option<String>,
+    /// Only those a re-measurement refuted.
+    refuted: bool,
+}
+
+impl RegressionFilter {
+    /// Checks every filter, so that a misspelt one is refused instead of listing nothing (or
+    /// everything).
+    pub fn validated(self) -> Result<Self, DbError> {
+        if let Some(state) = &self.state {
+            state_selection(Some(state))?;
+        }
+        if let Some(kind) = &self.kind
+            && !matches!(kind.as_str(), "regression" | "improvement")
+        {
+            return Err(DbError::Invalid(format!(
+                "kind {:?}: use regression or improvement",
+                cut(kind)
+            )));
+        }
+        for (name, text) in [("machine", &self.machine), ("benchmark", &self.benchmark)] {
+            if let Some(text) = text
+                && (text.len() > 500 || text.chars().any(char::is_control))
+            {
+                return Err(DbError::Invalid(format!(
+                    "{name}: at most 500 bytes, no control characters"
+                )));
+            }
+        }
+        if let Some(min) = self.min_change
+            && !(min.is_finite() && min >= 0.0)
+        {
+            return Err(DbError::Invalid(
+                "min_change is a percentage of 0 or more".into(),
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// What `state` selects; `None` (no filter) selects every state.
+fn state_selection(state: Option<&str>) -> Result<StateSelection, DbError> {
+    let triage = |states: &[&str]| Some(format!(",{},", states.join(",")));
+    Ok(match state {
+        None | Some("all") => StateSelection {
+            triage: None,
+            refuted: false,
+        },
+        Some("closed") => StateSelection {
+            triage: triage(&["fixed", "false_positive"]),
+            refuted: false,
+        },
+        Some("refuted") => StateSelection {
+            triage: None,
+            refuted: true,
+        },
+        Some(state) if TRIAGE_STATES.contains(&state) => StateSelection {
+            triage: triage(&[state]),
+            refuted: false,
+        },
+        Some(other) => {
+            return Err(DbError::Invalid(format!(
+                "state {:?}: use {} or {}",
+                cut(other),
+                TRIAGE_STATES.join(", "),
+                STATE_GROUPS.join(", ")
+            )));
+        }
+    })
+}
+
+/// A filter's text as an error message quotes it: short.
+fn cut(text: &str) -> String {
+    text.chars().take(40).collect()
+}
 
 /// How far (in commits) a re-analysed change point may move and still be the same one.
 const SAME_CHANGE_MARGIN: i64 = 3;
@@ -193,6 +283,7 @@ impl Db {
         filter: &RegressionFilter,
     ) -> Result<Vec<RegressionRow>, DbError> {
         let min_change = filter.min_change.unwrap_or(0.0);
+        let states = state_selection(filter.state.as_deref())?;
         Ok(sqlx::query_as!(
             RegressionRow,
             r#"SELECT g.id, r.name AS repository, g.series_id, b.name AS benchmark, s.metric, s.unit,
@@ -210,18 +301,22 @@ impl Db {
                LEFT JOIN commits p ON p.id = g.previous_id
                WHERE (?7 IS NOT NULL AND g.id = ?7)
                   OR (?7 IS NULL AND r.id = ?1 AND g.active = 1
-                      AND (?2 IS NULL OR g.state = ?2) AND (?3 IS NULL OR g.kind = ?3)
+                      AND (?2 IS NULL OR instr(?2, ',' || g.state || ',') > 0)
+                      AND (?8 = 0 OR EXISTS (SELECT 1 FROM confirmations f
+                                             WHERE f.regression_id = g.id AND f.state = 'refuted'))
+                      AND (?3 IS NULL OR g.kind = ?3)
                       AND (?4 IS NULL OR m.fingerprint = ?4) AND (?5 IS NULL OR instr(b.name, ?5) > 0)
                       AND abs(g.change_pct) >= ?6)
                ORDER BY c.position DESC, abs(g.change_pct) DESC
                LIMIT 1000"#,
             repository_id,
-            filter.state,
+            states.triage,
             filter.kind,
             filter.machine,
             filter.benchmark,
             min_change,
-            id
+            id,
+            states.refuted
         )
         .fetch_all(&self.reader)
         .await?)

@@ -288,7 +288,13 @@ async fn upsert_commit(
     let id = sqlx::query_scalar!(
         r#"INSERT INTO commits (repository_id, sha, parents, author, committed_at, message, position)
            VALUES (?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (repository_id, sha) DO UPDATE SET position = coalesce(excluded.position, commits.position)
+           ON CONFLICT (repository_id, sha) DO UPDATE SET position = coalesce(excluded.position, commits.position),
+               -- A pull request's head measured in CI is recorded without parents until the
+               -- mirror has it (its author and title stand in): git's account then wins.
+               parents = CASE WHEN commits.parents = '' THEN excluded.parents ELSE commits.parents END,
+               author = CASE WHEN commits.parents = '' THEN excluded.author ELSE commits.author END,
+               committed_at = CASE WHEN commits.parents = '' THEN excluded.committed_at ELSE commits.committed_at END,
+               message = CASE WHEN commits.parents = '' THEN excluded.message ELSE commits.message END
            RETURNING id AS "id!" "#,
         repository_id,
         sha,

@@ -99,7 +99,7 @@ pub async fn load_commit(
 }
 
 #[utoipa::path(get, path = "/repos/{repo}/commits/{sha}", tag = "repos",
-    params(RepoPath, ("sha" = String, Path, description = "Full commit hash"), ResultsPage),
+    params(RepoPath, ("sha" = String, Path, description = "A commit hash, or an unambiguous prefix of at least 4 digits"), ResultsPage),
     responses((status = 200, description = "The commit, its runs and a page of its results", body = CommitDetail),
         (status = 404, description = "No such repository or commit", body = ApiErrorBody),
         (status = 422, description = "Bad `from` or `limit`", body = ApiErrorBody)))]

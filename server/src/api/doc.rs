@@ -40,6 +40,18 @@ impl Modify for WorkerToken {
             ),
         );
         components.add_security_scheme(
+            "upload_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "`kymo token create --upload NAME [--repo R]` (a CI secret; with \
+                         `--repo`, good for that repository only), or an admin token",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
             "worker_token",
             SecurityScheme::Http(
                 HttpBuilder::new()

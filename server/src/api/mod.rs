@@ -4,6 +4,7 @@ mod alerts;
 mod commits;
 mod comparisons;
 mod doc;
+mod pull_uploads;
 mod queue;
 mod repos;
 mod series;
@@ -15,6 +16,7 @@ mod worker;
 pub use alerts::{DeliveryLog, LOG_LIMIT, target_view};
 pub use commits::load_commit;
 pub use comparisons::merge_base;
+pub(crate) use repos::uploading_machine;
 pub use verdicts::{csv_response, load_regression};
 
 use axum::Router;
@@ -41,6 +43,7 @@ pub const PREFIX: &str = "/api/v1";
 fn documented() -> OpenApiRouter<AppState> {
     let results = OpenApiRouter::new()
         .routes(routes!(repos::upload_results))
+        .routes(routes!(pull_uploads::upload))
         .routes(routes!(worker::complete))
         .layer(DefaultBodyLimit::max(RESULTS_BODY_LIMIT));
     let hooks = OpenApiRouter::new()

@@ -8,7 +8,7 @@ use kymo_core::db::{
     IngestSummary, JobReason, RepositoryRow, RepositorySettings, RepositorySummary, RunRecord,
     validate_repository,
 };
-use kymo_core::model::CommitSha;
+use kymo_core::model::{CommitSha, Environment, MachineFingerprint, MachineSpecs};
 use kymo_core::protocol::{
     ApiErrorBody, BackfillRequest, NewRepository, RunQueued, RunRequest, UploadAccepted,
     UploadRequest,
@@ -176,13 +176,14 @@ pub async fn enqueue_run(
         (status = 422, description = "Malformed or invalid results", body = ApiErrorBody)))]
 pub async fn upload_results(
     State(state): State<AppState>,
-    _uploader: Uploader,
+    uploader: Uploader,
     Path(repo): Path<String>,
     headers: axum::http::HeaderMap,
     ApiJson(upload): ApiJson<UploadRequest>,
 ) -> AppResult<(StatusCode, Json<UploadAccepted>)> {
     let key = idempotency_key(&headers)?;
     let repo = state.db.repository(&repo).await?;
+    uploader.may_upload_to(&repo)?;
     kymo_core::results::validate_suites(&upload.suites).map_err(AppError::BadRequest)?;
     kymo_core::results::validate_environment(&upload.environment).map_err(AppError::BadRequest)?;
     // The commit first: an upload refused for an unknown commit must not register its machine.
@@ -199,23 +200,8 @@ pub async fn upload_results(
         }
     };
     let now = state.now();
-    let (machine_id, machine) = match (&upload.machine, &upload.specs) {
-        (Some(fingerprint), _) => (state.db.machine_id(fingerprint).await?, fingerprint.clone()),
-        (None, Some(specs)) => {
-            let name = upload
-                .environment
-                .hostname
-                .chars()
-                .take(128)
-                .collect::<String>();
-            state.db.upsert_machine(specs, &name, None, now).await?
-        }
-        (None, None) => {
-            return Err(AppError::BadRequest(
-                "an upload names a registered `machine` or sends the uploader's `specs`".into(),
-            ));
-        }
-    };
+    let (machine_id, machine) =
+        uploading_machine(&state, &upload.machine, &upload.specs, &upload.environment).await?;
     let accepted = |summary: IngestSummary| UploadAccepted {
         run: summary.run_id,
         machine: machine.clone(),
@@ -240,11 +226,35 @@ pub async fn upload_results(
     Ok((StatusCode::CREATED, Json(accepted(summary))))
 }
 
+/// The machine an upload's results are filed under: the registered one it names, or the
+/// uploader's own (registered from its specs, named after its host).
+pub(crate) async fn uploading_machine(
+    state: &AppState,
+    named: &Option<MachineFingerprint>,
+    specs: &Option<MachineSpecs>,
+    environment: &Environment,
+) -> AppResult<(i64, MachineFingerprint)> {
+    Ok(match (named, specs) {
+        (Some(fingerprint), _) => (state.db.machine_id(fingerprint).await?, fingerprint.clone()),
+        (None, Some(specs)) => {
+            let name = environment.hostname.chars().take(128).collect::<String>();
+            (state.db)
+                .upsert_machine(specs, &name, None, state.now())
+                .await?
+        }
+        (None, None) => {
+            return Err(AppError::BadRequest(
+                "an upload names a registered `machine` or sends the uploader's `specs`".into(),
+            ));
+        }
+    })
+}
+
 /// Longest `Idempotency-Key` accepted.
 const MAX_IDEMPOTENCY_KEY: usize = 128;
 
 /// The upload's `Idempotency-Key`: 1-128 printable ASCII characters, if sent.
-fn idempotency_key(headers: &axum::http::HeaderMap) -> AppResult<Option<&str>> {
+pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> AppResult<Option<&str>> {
     let Some(value) = headers.get("idempotency-key") else {
         return Ok(None);
     };

@@ -19,13 +19,16 @@ use crate::state::AppState;
 
 #[utoipa::path(get, path = "/repos/{repo}/regressions", tag = "verdicts",
     params(RepoPath, RegressionFilter),
-    responses((status = 200, description = "Detected changes, newest first", body = Vec<RegressionRow>), (status = 404, description = "No such repository", body = ApiErrorBody),
+    responses((status = 200, description = "Detected changes, newest first: the open ones unless `state` says otherwise", body = Vec<RegressionRow>), (status = 404, description = "No such repository", body = ApiErrorBody),
         (status = 422, description = "Bad filter", body = ApiErrorBody)))]
 pub async fn regressions(
     State(state): State<AppState>,
     Path(repo): Path<String>,
     ApiQuery(filter): ApiQuery<RegressionFilter>,
 ) -> AppResult<Json<Vec<RegressionRow>>> {
+    let mut filter = filter.validated()?;
+    // What needs looking at: closed and refuted findings are listed only when asked for.
+    filter.state.get_or_insert_with(|| "open".to_owned());
     let repo = state.db.repository(&repo).await?;
     Ok(Json(state.db.regressions(repo.id, &filter).await?))
 }

@@ -68,11 +68,18 @@ pub async fn jobs(args: ListArgs) -> anyhow::Result<()> {
             "ID", "STATE", "WHY", "REPOSITORY", "COMMIT", "MACHINE", "ATTEMPTS"
         );
         for j in jobs {
-            // A running job says what it is doing; a failed one why.
+            // A running job says what it is doing; a failed one why, with the cause its
+            // output gave.
             let doing = match (j.state.as_str(), &j.phase, &j.error) {
-                ("running", Some(phase), _) => phase.as_str(),
-                (_, _, Some(error)) => error.lines().next().unwrap_or(""),
-                _ => "",
+                ("running", Some(phase), _) => phase.clone(),
+                (_, _, Some(error)) => {
+                    let error = error.lines().next().unwrap_or("");
+                    match &j.cause {
+                        Some(cause) => format!("{error}: {cause}"),
+                        None => error.to_owned(),
+                    }
+                }
+                _ => String::new(),
             };
             println!(
                 "{:>6} {:<10} {:<8} {:<20} {:<10} {:<16} {:>8}  {doing}",

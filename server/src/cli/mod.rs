@@ -4,18 +4,15 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use kymo_core::db::{JobRow, LeaseSettings};
-use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
-use kymo_core::model::MachineFingerprint;
-use kymo_core::protocol::{SuiteUpload, UploadAccepted, UploadRequest};
 use kymo_worker::client::ServerClient;
-use kymo_worker::fingerprint::{detect_environment, detect_specs};
 
 use crate::serve::{ServeOptions, serve};
 
 mod alerts;
+mod ci_env;
 mod compare;
 mod credentials;
 mod listing;
@@ -23,6 +20,7 @@ mod progress;
 mod repos;
 mod tokens;
 mod try_run;
+mod upload;
 
 pub use tokens::TokenCommand;
 
@@ -59,7 +57,7 @@ pub enum Command {
         server: ServerArg,
     },
     /// Upload results produced elsewhere (CI).
-    Upload(UploadArgs),
+    Upload(upload::UploadArgs),
     /// Benchmark a generated history of kymo's own kernels and serve the dashboard.
     Demo {
         /// Address to serve the dashboard on.
@@ -225,27 +223,6 @@ pub struct WorkerArgs {
     pub suites: SuiteBoundaryArgs,
 }
 
-#[derive(Debug, Args)]
-pub struct UploadArgs {
-    #[command(flatten)]
-    pub server: ServerArg,
-    #[arg(long)]
-    pub repo: String,
-    /// The commit the results belong to: a sha (full or short), branch or tag.
-    #[arg(long)]
-    pub commit: String,
-    /// The results' format: kymo, criterion, bmf, hyperfine, google-benchmark, go-bench,
-    /// libtest, pytest-benchmark or gungraun.
-    #[arg(long, default_value = "kymo")]
-    pub format: String,
-    /// Attribute the results to this registered machine instead of this one.
-    #[arg(long)]
-    pub machine: Option<String>,
-    /// A results file, or a directory of them (one suite per file); for criterion, its
-    /// output directory (`target/criterion`).
-    pub path: PathBuf,
-}
-
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     // Read KYMO_GIT_TIMEOUT now: a worker's sandbox blanks the KYMO_* environment at its start.
@@ -341,7 +318,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("job {job} queued again as job {}", new.id);
             Ok(())
         }
-        Command::Upload(args) => upload(args).await,
+        Command::Upload(args) => upload::run(args).await,
         Command::Demo {
             listen,
             data,
@@ -411,104 +388,4 @@ pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
 ) -> anyhow::Result<T> {
     tokio::task::spawn_blocking(work).await?
-}
-
-async fn upload(args: UploadArgs) -> anyhow::Result<()> {
-    let Some(format) = FormatName::parse(&args.format) else {
-        let known: Vec<&str> = FormatName::ALL.iter().map(|f| f.as_str()).collect();
-        bail!(
-            "unknown format {:?}; use one of {}",
-            args.format,
-            known.join(", ")
-        );
-    };
-    let machine = args
-        .machine
-        .as_deref()
-        .map(MachineFingerprint::parse)
-        .transpose()?;
-    let suites = if format == FormatName::Criterion {
-        // criterion writes a directory (`target/criterion`): one suite.
-        let results =
-            parse_criterion_dir(&args.path).with_context(|| format!("{}", args.path.display()))?;
-        vec![SuiteUpload {
-            suite: "criterion".into(),
-            results,
-        }]
-    } else {
-        let files = result_files(&args.path, format)?;
-        let bar = progress::bar(files.len() as u64, "parsing");
-        let mut suites = Vec::new();
-        for file in bar.wrap_iter(files.into_iter()) {
-            let bytes =
-                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let results =
-                parse_output(format, &bytes).with_context(|| format!("{}", file.display()))?;
-            let suite = file
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "upload".into());
-            suites.push(SuiteUpload { suite, results });
-        }
-        bar.finish_and_clear();
-        suites
-    };
-    let request = UploadRequest {
-        commit: args.commit.clone(),
-        specs: machine.is_none().then(detect_specs),
-        machine,
-        environment: detect_environment(),
-        suites,
-    };
-    let path = format!("/repos/{}/results", args.repo);
-    // The same results uploaded again (a retry after a timeout, a re-run CI step) are stored
-    // once: the key is their digest.
-    let key = format!(
-        "upload-{}",
-        kymo_core::webhook::sign_hmac_sha256("", &serde_json::to_vec(&request)?)
-    );
-    let waiting = progress::spinner(format!("uploading {} suite(s)", request.suites.len()));
-    let answer = blocking(move || {
-        let client = client(&args.server);
-        match client.post_with_key(&path, &request, Some(&key)) {
-            // The server gave up waiting, perhaps after storing the run: ask again.
-            Err(err) if refused_with(&err, 408) => {
-                client.post_with_key(&path, &request, Some(&key))
-            }
-            other => other,
-        }
-    })
-    .await;
-    waiting.finish_and_clear();
-    let accepted: UploadAccepted = answer?;
-    println!(
-        "stored {} measurements as run {} of machine {}",
-        accepted.measurements, accepted.run, accepted.machine
-    );
-    Ok(())
-}
-
-/// Whether `err` is the server's refusal with `status`.
-fn refused_with(err: &anyhow::Error, status: u16) -> bool {
-    err.downcast_ref::<kymo_worker::client::Refused>()
-        .is_some_and(|refused| refused.status == status)
-}
-
-/// The files to upload: `path` itself, or the files of the directory it names (`.json`
-/// files for JSON formats, every file for the text formats).
-fn result_files(path: &Path, format: FormatName) -> anyhow::Result<Vec<PathBuf>> {
-    let text_format = matches!(format, FormatName::GoBench | FormatName::Libtest);
-    if path.is_file() {
-        return Ok(vec![path.to_owned()]);
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-        .with_context(|| format!("cannot read {}", path.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && (text_format || p.extension().is_some_and(|x| x == "json")))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        bail!("{} holds no result files", path.display());
-    }
-    Ok(files)
 }

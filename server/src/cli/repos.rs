@@ -251,13 +251,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let path = format!("/repos/{}/backfill", args.name);
     let server = args.server;
     let queued: BackfillQueued = blocking(move || client(&server).post(&path, &body)).await?;
-    println!(
-        "{} commit(s) chosen, {} job(s) waiting for them, {} already measured",
+    println!("{}", backfill_summary(&queued));
+    Ok(())
+}
+
+/// What a backfill did, in one line: a commit that failed before is measured again, and says so.
+fn backfill_summary(queued: &BackfillQueued) -> String {
+    let again = match queued.requeued {
+        0 => String::new(),
+        n => format!(" ({n} of them failed before and are measured again)"),
+    };
+    format!(
+        "{} commit(s) chosen, {} job(s) waiting for them{again}, {} already measured",
         queued.commits.len(),
         queued.jobs.len(),
         queued.skipped
-    );
-    Ok(())
+    )
 }
 
 /// Changes the repository's credential and network (when `change`), then prints its settings.

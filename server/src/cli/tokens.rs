@@ -30,6 +30,10 @@ pub enum TokenCommand {
         /// A token that may only upload results (CI).
         #[arg(long)]
         upload: Option<String>,
+        /// Limit the upload token to this repository: the CI secret of one project cannot
+        /// upload to another.
+        #[arg(long = "repo", requires = "upload", value_name = "REPOSITORY")]
+        repository: Option<String>,
         /// The server's database file.
         #[arg(long, env = "KYMO_DB", default_value = "kymo.db")]
         db: PathBuf,
@@ -52,7 +56,8 @@ pub enum TokenCommand {
 
 /// The token to send to the server: the one given (`--token` or `KYMO_TOKEN`), or, for a
 /// server on this machine, the admin token its `kymo serve` wrote beside the database
-/// (`KYMO_DB`, default `kymo.db`).
+/// (`KYMO_DB`, default `kymo.db` in this directory), or the one of the server at that URL
+/// that this user started, from any directory ([`crate::local_servers`]).
 pub fn token_for(arg: &ServerArg) -> Option<String> {
     if let Some(token) = arg.token.as_ref().filter(|t| !t.trim().is_empty()) {
         return Some(token.clone());
@@ -61,13 +66,15 @@ pub fn token_for(arg: &ServerArg) -> Option<String> {
     let local = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
         .iter()
         .any(|prefix| server.starts_with(prefix));
-    if !local {
-        return None;
-    }
     let db = std::env::var_os("KYMO_DB").map_or_else(|| PathBuf::from("kymo.db"), PathBuf::from);
-    std::fs::read_to_string(admin_token_path(&db))
-        .ok()
-        .map(|t| t.trim().to_owned())
+    let beside_database = local
+        .then(|| std::fs::read_to_string(admin_token_path(&db)).ok())
+        .flatten()
+        .map(|t| t.trim().to_owned());
+    beside_database.or_else(|| {
+        let file = crate::local_servers::servers_file()?;
+        crate::local_servers::admin_token_for(&file, server)
+    })
 }
 
 async fn open(db: &Path) -> anyhow::Result<Db> {
@@ -84,6 +91,7 @@ pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
             labels,
             admin,
             upload,
+            repository,
             db,
         } => {
             let (name, scope) = match (worker, admin, upload) {
@@ -93,16 +101,23 @@ pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
                 _ => unreachable!("clap requires one scope"),
             };
             let db = open(&db).await?;
-            let token = match scope {
-                TokenScope::Worker => {
+            let token = match (scope, &repository) {
+                (TokenScope::Worker, _) => {
                     db.create_worker_token(&name, &labels.join(","), now)
+                        .await?
+                }
+                (_, Some(repository)) => {
+                    db.create_repository_upload_token(&name, repository, now)
                         .await?
                 }
                 _ => db.create_token(&name, scope, now).await?,
             };
             println!("{token}");
+            let only = repository
+                .map(|r| format!(", for repository {r:?} only"))
+                .unwrap_or_default();
             eprintln!(
-                "{} token for {name:?}: shown once, stored hashed",
+                "{} token for {name:?}{only}: shown once, stored hashed",
                 scope.as_str()
             );
         }
@@ -114,7 +129,7 @@ pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
             }
             println!(
                 "{:>4}  {:<24} {:<7} {:<20} {:<20} {:<20} STATE",
-                "ID", "NAME", "SCOPE", "LABELS", "CREATED", "LAST USED"
+                "ID", "NAME", "SCOPE", "LABELS / REPO", "CREATED", "LAST USED"
             );
             for t in tokens {
                 let state = t
@@ -125,7 +140,11 @@ pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
                     t.id,
                     t.name,
                     t.scope,
-                    if t.labels.is_empty() { "-" } else { &t.labels },
+                    match (&t.repository, t.labels.as_str()) {
+                        (Some(repository), _) => repository.as_str(),
+                        (None, "") => "-",
+                        (None, labels) => labels,
+                    },
                     utc(t.created_at),
                     t.last_used_at.map_or("never".to_owned(), utc),
                 );

@@ -349,6 +349,8 @@ struct JobView {
     queued: String,
     elapsed: String,
     error: Option<String>,
+    /// Why it failed, from its output (shown beside the error, not folded into the log).
+    cause: Option<String>,
     log_tail: String,
     /// What a running job is doing.
     phase: Option<String>,
@@ -391,6 +393,7 @@ pub async fn queue(
             attempts: j.attempts,
             queued: utc(j.created_at),
             error: j.error,
+            cause: j.cause,
             log_tail: j.log_tail.unwrap_or_default(),
             phase: j.phase,
         })

@@ -6,7 +6,7 @@
 //! database, and the delivery loop publishes it (retrying with back-off), so a forge that is
 //! down delays feedback and loses none.
 
-use kymo_core::db::DuePullFeedback;
+use kymo_core::db::{DuePullFeedback, MeasuredBy};
 use serde_json::Value;
 
 use crate::alerts::{backoff_seconds, status_request};
@@ -112,14 +112,7 @@ pub fn comment_text(view: &ComparisonView, link: &str) -> String {
             .map(|g| format!(" · geometric mean {:+.2} %", (g - 1.0) * 100.0))
             .unwrap_or_default()
     );
-    out.push_str(&format!(
-        "Head `{}` against `{}` ({}), measured interleaved (base, head, base, head, …) over {} \
-         rounds on one machine.\n\n",
-        short(&c.head),
-        short(&c.base),
-        cell(&c.baseline),
-        view.rounds_run
-    ));
+    out.push_str(&how_measured(view));
     let changes: Vec<_> = (report.rows.iter())
         .filter(|r| r.verdict.kind.as_str() != "no_change")
         .collect();
@@ -152,14 +145,52 @@ pub fn comment_text(view: &ComparisonView, link: &str) -> String {
     let mut noise: Vec<f64> = report.rows.iter().map(|r| r.verdict.noise_pct).collect();
     noise.sort_by(f64::total_cmp);
     if let Some(median) = noise.get(noise.len() / 2) {
+        let source = if view.interleaved {
+            "measured from these rounds"
+        } else {
+            "from the history this runner's machine fingerprint has stored"
+        };
         out.push_str(&format!(
-            "Noise level: run-to-run spread {median:.1} % (median over {}), measured from \
-             these rounds.\n\n",
+            "Noise level: run-to-run spread {median:.1} % (median over {}), {source}.\n\n",
             plural(noise.len(), "row")
         ));
     }
     out.push_str(&format!("[Compare page]({link})\n"));
     out
+}
+
+/// How the comparison was measured, for the comment: interleaved on a kymo machine, or in CI,
+/// with the caveat that CI runners are noisy.
+fn how_measured(view: &ComparisonView) -> String {
+    let c = &view.comparison;
+    let short = |sha: &str| sha.chars().take(10).collect::<String>();
+    let sides = format!(
+        "Head `{}` against `{}` ({})",
+        short(&c.head),
+        short(&c.base),
+        cell(&c.baseline)
+    );
+    if view.interleaved {
+        return format!(
+            "{sides}, measured interleaved (base, head, base, head, …) over {} rounds on one \
+             machine.\n\n",
+            view.rounds_run
+        );
+    }
+    let base = if c.measured == MeasuredBy::SameJob.as_str() {
+        "both sides in the same job"
+    } else {
+        "the head in this job, the base's results stored from runners of the same machine \
+         fingerprint"
+    };
+    format!(
+        "{sides}, measured in CI on runner `{}`: {base}.\n\n\
+         > CI runners are noisy: a shared virtual machine's speed changes between jobs and \
+         within one, so a change of a few percent here may be the runner. The verdict allows \
+         for the noise this runner's stored history shows; a dedicated machine measuring both \
+         sides interleaved (`kymo try`) decides.\n\n",
+        cell(c.machine.as_deref().unwrap_or("?"))
+    )
 }
 
 /// Publishes the feedback of every pull request whose feedback is due. Returns how many it
@@ -347,6 +378,7 @@ mod tests {
                 machine: Some("m".into()),
                 created_at: 0,
                 finished_at: None,
+                measured: "interleaved".into(),
             },
             interleaved: true,
             rounds_run: if rows.is_some() { 3 } else { 0 },
@@ -416,6 +448,23 @@ mod tests {
             failed.contains("failed") && failed.contains("head: suite"),
             "{failed}"
         );
+    }
+
+    #[test]
+    fn a_comparison_measured_in_ci_says_so_with_the_caveat_that_runners_are_noisy() {
+        let mut slower = view(
+            "succeeded",
+            Some(vec![row("parse", 100.0, 130.0, VerdictKind::Regression)]),
+        );
+        slower.interleaved = false;
+        slower.comparison.measured = "stored-base".into();
+        let text = comment_text(&slower, "https://k/x");
+        assert!(!text.contains("interleaved (base"), "{text}");
+        assert!(text.contains("measured in CI on runner `m`"), "{text}");
+        assert!(text.contains("> CI runners are noisy"), "{text}");
+        assert!(text.contains("stored history"), "{text}");
+        slower.comparison.measured = "same-job".into();
+        assert!(comment_text(&slower, "https://k/x").contains("both sides in the same job"));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! A request whose head lives in a fork runs its author's code on the benchmark machines, so
 //! nothing runs for one unless the repository names its author (`--fork-authors`).
 
+pub mod ci;
+pub mod ci_verdict;
 pub mod feedback;
 
 use kymo_core::db::{

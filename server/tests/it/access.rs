@@ -1,6 +1,7 @@
 //! Access: public reading, admin-only changes, scoped tokens, sessions with anti-forgery
 //! checks, a private mode, the CLI's local admin token, and rate limits on failures.
 
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -293,12 +294,72 @@ fn the_cli_on_the_servers_machine_finds_the_admin_token_and_elsewhere_needs_one(
         .args(["run", "app"])
         .env("KYMO_SERVER", &server.url)
         .env("KYMO_DB", server.dir.path().join("elsewhere.db"))
+        .env("XDG_CONFIG_HOME", server.dir.path().join("another-user"))
         .env_remove("KYMO_TOKEN")
         .output()
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("token"), "{stderr}");
+}
+
+/// A `kymo` command run in `dir` against `url`, with no token given and `config` as its
+/// user's config directory.
+fn cli_in(dir: &Path, url: &str, config: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(kymo_bin())
+        .args(args)
+        .current_dir(dir)
+        .env("KYMO_SERVER", url)
+        .env("XDG_CONFIG_HOME", config)
+        .env_remove("KYMO_TOKEN")
+        .env_remove("KYMO_DB")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn admin_commands_from_another_directory_find_the_token_of_the_server_this_user_started() {
+    let mut server = KymoServer::start(&["--no-worker"]);
+    let _repo = tracked(&server);
+    // `kymo serve` recorded where its token is, for this user only, and not the token itself.
+    let record = server.config_dir().join("kymo").join("servers.json");
+    let mode = std::fs::metadata(&record).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o600
+    );
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        text.contains(&server.url) && text.contains("kymo.db.admin-token"),
+        "{text}"
+    );
+    assert!(!text.contains(&server.admin), "{text}");
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let set = |server: &KymoServer, config: &Path, comments: &str| {
+        let args = ["repo", "set", "app", "--pull-comments", comments];
+        cli_in(elsewhere.path(), &server.url, config, &args)
+    };
+    let shown = assert_ok(&set(&server, &server.config_dir(), "changes"));
+    assert!(shown.contains("pull request comments: changes"), "{shown}");
+    let queued = cli_in(
+        elsewhere.path(),
+        &server.url,
+        &server.config_dir(),
+        &["run", "app"],
+    );
+    assert_ok(&queued);
+
+    // Another user (another config directory) has no token, and is told how to get one.
+    let refused = set(&server, &elsewhere.path().join("stranger"), "always");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--token"), "{stderr}");
+
+    // A restart writes a new token (on a new port here): the record leads to it.
+    server.restart(&["--no-worker"], |_| {});
+    let shown = assert_ok(&set(&server, &server.config_dir(), "always"));
+    assert!(shown.contains("pull request comments: always"), "{shown}");
 }
 
 #[test]

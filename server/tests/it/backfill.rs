@@ -213,3 +213,85 @@ async fn suites_kept_on_the_server_are_validated_before_anything_changes() {
     let (status, _) = app.get("/api/v1/repos/r/suites").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_backfill_queues_again_the_commits_whose_jobs_failed_and_says_how_many() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = history(&app, 3).await;
+    let (status, first) = app
+        .post("/api/v1/repos/r/backfill", &json!({ "last": 3 }))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+    assert_eq!(first["requeued"], 0);
+    let worker = TestWorker::new(&app).await;
+    let mut failed_commits = Vec::new();
+    for _ in 0..3 {
+        let job = worker.claim().await;
+        failed_commits.push(job["commit"].as_str().unwrap().to_owned());
+        let failure = json!({ "status": "failed", "log_tail": "error: could not compile `r`",
+                              "error": "suite \"s\": the build command exited with status 101" });
+        worker.complete(&job, failure).await;
+    }
+    failed_commits.sort();
+    let mut all = shas.clone();
+    all.sort();
+    assert_eq!(failed_commits, all, "every commit failed once");
+
+    // The same backfill again measures them again, and says so: none was ever measured.
+    let (status, again) = app
+        .post("/api/v1/repos/r/backfill", &json!({ "last": 3 }))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{again}");
+    assert_eq!(again["jobs"].as_array().unwrap().len(), 3, "{again}");
+    assert_eq!(
+        (again["requeued"].as_u64(), again["skipped"].as_u64()),
+        (Some(3), Some(0))
+    );
+    let waiting = queued_jobs(&app).await;
+    let queued = waiting.iter().filter(|j| j["state"] == "queued").count();
+    assert_eq!(queued, 3, "{waiting:#?}");
+
+    // Asked once more while they wait, nothing new is queued and nothing counts as retried.
+    let (_, waiting_again) = app
+        .post("/api/v1/repos/r/backfill", &json!({ "last": 3 }))
+        .await;
+    assert_eq!(waiting_again["jobs"], again["jobs"]);
+    assert_eq!(waiting_again["requeued"], 0);
+
+    // One succeeds this time: a later backfill leaves it alone and retries the other two.
+    let job = worker.claim().await;
+    let measured = job["commit"].as_str().unwrap().to_owned();
+    let results = json!({ "benchmarks": [{ "name": "b", "metrics": [
+        { "name": "time", "unit": "ns", "direction": "lower", "value": 10.0 }] }] });
+    worker
+        .complete(
+            &job,
+            json!({ "status": "succeeded", "log": "", "suites": [{ "suite": "s", "results": results }] }),
+        )
+        .await;
+    for _ in 0..2 {
+        let job = worker.claim().await;
+        worker
+            .complete(
+                &job,
+                json!({ "status": "failed", "log_tail": "", "error": "boom" }),
+            )
+            .await;
+    }
+    let (_, third) = app
+        .post("/api/v1/repos/r/backfill", &json!({ "last": 3 }))
+        .await;
+    assert_eq!(
+        (third["requeued"].as_u64(), third["skipped"].as_u64()),
+        (Some(2), Some(1)),
+        "{third}"
+    );
+    let waiting = queued_jobs(&app).await;
+    assert!(
+        waiting
+            .iter()
+            .filter(|j| j["state"] == "queued")
+            .all(|j| j["sha"] != measured.as_str()),
+        "the measured commit is not queued again: {waiting:#?}"
+    );
+}

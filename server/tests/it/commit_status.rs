@@ -50,7 +50,7 @@ impl<'a> TestWorker<'a> {
     }
 
     /// Completes `job` with `outcome`.
-    async fn complete(&self, job: &Value, outcome: Value) {
+    pub async fn complete(&self, job: &Value, outcome: Value) {
         let done = json!({ "lease_id": job["lease_id"], "environment": Self::environment(),
                            "outcome": outcome });
         let path = format!("/api/v1/worker/jobs/{}/complete", job["id"]);

@@ -73,3 +73,40 @@ fn broken_suites_fail_their_jobs_and_the_worker_goes_on() {
         "the queue page shows why"
     );
 }
+
+#[test]
+fn a_failed_builds_cause_is_on_the_queue_page_and_in_the_jobs_table() {
+    let repo = TestRepo::new();
+    // What cargo prints when the sandbox keeps it from its registry cache, then its exit.
+    let build = "printf '   Compiling useg v0.1.0\\nerror: failed to download `cast v0.3.0`\\n\\n\
+                 Caused by:\\n  unable to get packages from source\\n\\nCaused by:\\n  \
+                 Permission denied (os error 13)\\n' >&2; exit 101";
+    let toml = format!(
+        "[[suite]]\nname = \"benches\"\nbuild = {build:?}\nrun = \"true\"\nformat = \"kymo\"\ntimeout = \"30s\"\n"
+    );
+    let sha = repo.commit(&[("kymo.toml", &toml)], "a suite whose build fails");
+    let server = KymoServer::start(&[]);
+    assert_ok(&server.kymo(&["repo", "add", "r", repo.path().to_str().unwrap()]));
+    assert_ok(&server.kymo(&["run", "r", &sha]));
+    let jobs = server.wait_for_jobs(1, Duration::from_secs(120));
+    assert_eq!(jobs[0]["state"], "failed", "{jobs:#?}");
+    let cause = "error: failed to download `cast v0.3.0` … Permission denied (os error 13)";
+    assert_eq!(jobs[0]["cause"], cause, "{jobs:#?}");
+
+    // The page shows the cause beside the error, outside the folded log.
+    let (_, queue) = server.get("/queue");
+    let row = queue.split("id=\"job-").nth(1).unwrap();
+    let shown = row.split("</details>").nth(1).unwrap();
+    assert!(
+        shown.contains("error: failed to download `cast v0.3.0` … Permission denied"),
+        "{row}"
+    );
+    // So does `kymo jobs`, on the job's one line.
+    let table = assert_ok(&server.kymo(&["jobs"]));
+    let line = table.lines().find(|l| l.contains("failed")).unwrap();
+    assert!(
+        line.contains("exited with status 101: error: failed to download")
+            && line.contains("Permission denied"),
+        "{table}"
+    );
+}

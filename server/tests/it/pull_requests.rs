@@ -59,6 +59,12 @@ fn tracked(server: &KymoServer, forge: &Listener) -> (TestRepo, String) {
     let slower = branch(&repo, "one-pass", &[("work.txt", "390000\n")]);
     let path = repo.path().to_str().unwrap();
     assert_ok(&server.kymo(&["repo", "add", "app", path, "--webhook-secret", SECRET]));
+    report_to(server, forge);
+    (repo, slower)
+}
+
+/// Makes repository `app` post its statuses and comments to `forge` as GitHub's `acme/app`.
+pub fn report_to(server: &KymoServer, forge: &Listener) {
     assert_ok(&server.kymo(&[
         "status",
         "set",
@@ -72,12 +78,15 @@ fn tracked(server: &KymoServer, forge: &Listener) -> (TestRepo, String) {
         "--forge-token",
         "forge-token-123",
     ]));
-    (repo, slower)
 }
 
 /// Waits until the forge received a request that `wanted` accepts; returns it with its
 /// 1-based number (what the stand-in answers as a created comment's id).
-fn wait_for(forge: &Listener, what: &str, wanted: impl Fn(&Received) -> bool) -> (usize, Received) {
+pub fn wait_for(
+    forge: &Listener,
+    what: &str,
+    wanted: impl Fn(&Received) -> bool,
+) -> (usize, Received) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let received = forge.received();
@@ -89,7 +98,8 @@ fn wait_for(forge: &Listener, what: &str, wanted: impl Fn(&Received) -> bool) ->
     }
 }
 
-fn status_of(request: &Received, sha: &str, state: &str) -> bool {
+/// Whether `request` posts the status `state` on commit `sha` of GitHub's `acme/app`.
+pub fn status_of(request: &Received, sha: &str, state: &str) -> bool {
     request.path == format!("/repos/acme/app/statuses/{sha}") && request.json()["state"] == state
 }
 

@@ -89,6 +89,8 @@ fn spawn_server(
         .arg(dir.join("kymo.db"))
         .args(extra)
         .env("RUST_LOG", "warn")
+        // Its record for the CLI goes to the test's own config directory, not the user's.
+        .env("XDG_CONFIG_HOME", dir.join("config"))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     configure(&mut command);
@@ -155,6 +157,11 @@ impl KymoServer {
         self.dir.path().join("kymo.db")
     }
 
+    /// The `XDG_CONFIG_HOME` the server and the CLI commands of the test see.
+    pub fn config_dir(&self) -> PathBuf {
+        self.dir.path().join("config")
+    }
+
     /// Runs a `kymo` CLI command against this server.
     pub fn kymo(&self, args: &[&str]) -> Output {
         Command::new(kymo_bin())
@@ -162,6 +169,7 @@ impl KymoServer {
             .env("KYMO_SERVER", &self.url)
             .env("KYMO_TOKEN", &self.admin)
             .env("RUST_LOG", "warn")
+            .env("XDG_CONFIG_HOME", self.config_dir())
             .output()
             .unwrap()
     }
