@@ -13,6 +13,7 @@ pub mod protocol;
 pub mod pull_request;
 pub mod results;
 pub mod samples;
+pub mod series_summary;
 pub mod stats;
 pub mod units;
 pub mod webhook;

@@ -25,6 +25,7 @@ mod floods;
 mod git_faults;
 mod git_http;
 mod grants;
+mod history_pages;
 mod hostile;
 mod incremental_analysis;
 mod lease;
