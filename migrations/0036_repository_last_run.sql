@@ -6,3 +6,7 @@ ALTER TABLE repositories ADD COLUMN last_run_at INTEGER;
 UPDATE repositories SET last_run_at = (
     SELECT max(u.created_at) FROM runs u JOIN commits c ON c.id = u.commit_id
     WHERE c.repository_id = repositories.id);
+
+-- The repository page's history reads the jobs of its 50 commits: without an index leading
+-- with the commit it scanned every job of every repository (one or more per commit measured).
+CREATE INDEX jobs_by_commit ON jobs (commit_id);
