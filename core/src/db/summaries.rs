@@ -360,38 +360,14 @@ async fn read_buckets(
     level: u8,
     keys: &BTreeSet<BucketKey>,
 ) -> Result<BTreeMap<BucketKey, BucketSummary>, DbError> {
-    let mut out = BTreeMap::new();
-    for chunk in keys
-        .iter()
-        .copied()
-        .collect::<Vec<_>>()
-        .chunks(KEYS_PER_QUERY)
-    {
-        let json = serde_json::to_string(chunk).expect("integers");
-        let rows = sqlx::query_as!(
-            StoredSummary,
-            r#"SELECT s.series_id AS "series_id!", s.level AS "level!", s.bucket AS "bucket!",
-                      s.points AS "points!", s.low_position AS "low_position!",
-                      s.low_value AS "low_value!", s.high_position AS "high_position!",
-                      s.high_value AS "high_value!", s.first_position AS "first_position!",
-                      s.first_value AS "first_value!", s.last_position AS "last_position!",
-                      s.last_value AS "last_value!", s.first_environment AS "first_environment!",
-                      s.last_environment AS "last_environment!", s.change_position,
-                      s.change_from, s.change_to
-               FROM json_each(?1) AS j
-               CROSS JOIN series_summaries s ON s.series_id = j.value ->> 0 AND s.level = ?2
-                    AND s.bucket = j.value ->> 1"#,
-            json,
-            level
-        )
-        .fetch_all(&mut *conn)
-        .await?;
-        out.extend(
-            rows.into_iter()
-                .map(|r| ((r.series_id, r.bucket), r.summary())),
-        );
-    }
-    Ok(out)
+    let wanted: Vec<SummaryKey> = (keys.iter())
+        .map(|&(series, bucket)| (series, level, bucket))
+        .collect();
+    let stored = read_summaries(conn, &wanted).await?;
+    Ok(stored
+        .into_iter()
+        .map(|(series, s)| ((series, s.bucket), s))
+        .collect())
 }
 
 /// The stored summaries at `level` of the children of `parents` (buckets one level up), by
@@ -401,13 +377,31 @@ async fn read_children(
     level: u8,
     parents: &BTreeSet<BucketKey>,
 ) -> Result<BTreeMap<BucketKey, Vec<BucketSummary>>, DbError> {
+    let children: Vec<SummaryKey> = (parents.iter())
+        .flat_map(|&(series, parent)| {
+            (parent * FANOUT..(parent + 1) * FANOUT).map(move |child| (series, level, child))
+        })
+        .collect();
     let mut out: BTreeMap<BucketKey, Vec<BucketSummary>> = BTreeMap::new();
-    for chunk in parents
-        .iter()
-        .copied()
-        .collect::<Vec<_>>()
-        .chunks(KEYS_PER_QUERY)
-    {
+    for (series, s) in read_summaries(conn, &children).await? {
+        out.entry((series, s.bucket.div_euclid(FANOUT)))
+            .or_default()
+            .push(s);
+    }
+    Ok(out)
+}
+
+/// A summary's key: (series id, level, bucket).
+pub(super) type SummaryKey = (i64, u8, i64);
+
+/// The stored summaries of `keys` (those that exist), with their series, in the order of
+/// `keys`.
+pub(super) async fn read_summaries(
+    conn: &mut SqliteConnection,
+    keys: &[SummaryKey],
+) -> Result<Vec<(i64, BucketSummary)>, DbError> {
+    let mut out = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(KEYS_PER_QUERY) {
         let json = serde_json::to_string(chunk).expect("integers");
         let rows = sqlx::query_as!(
             StoredSummary,
@@ -420,19 +414,14 @@ async fn read_children(
                       s.last_environment AS "last_environment!", s.change_position,
                       s.change_from, s.change_to
                FROM json_each(?1) AS j
-               CROSS JOIN series_summaries s ON s.series_id = j.value ->> 0 AND s.level = ?2
-                    AND s.bucket BETWEEN (j.value ->> 1) * ?3 AND (j.value ->> 1) * ?3 + ?3 - 1
-               ORDER BY s.series_id, s.bucket"#,
-            json,
-            level,
-            FANOUT
+               CROSS JOIN series_summaries s ON s.series_id = j.value ->> 0
+                    AND s.level = j.value ->> 1 AND s.bucket = j.value ->> 2
+               ORDER BY j.key"#,
+            json
         )
         .fetch_all(&mut *conn)
         .await?;
-        for r in rows {
-            let parent = (r.series_id, r.bucket.div_euclid(FANOUT));
-            out.entry(parent).or_default().push(r.summary());
-        }
+        out.extend(rows.into_iter().map(|r| (r.series_id, r.summary())));
     }
     Ok(out)
 }

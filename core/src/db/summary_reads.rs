@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::summaries::StoredSummary;
+use super::summaries::{StoredSummary, SummaryKey, read_summaries};
 use super::{Db, DbError};
 use crate::series_summary::{
     BucketSummary, LEVELS, Piece, SummaryPoint, bucket_of, cover, summarize,
@@ -29,6 +29,11 @@ struct RawPoint {
     value: f64,
     kernel: String,
     toolchain: String,
+}
+
+/// Points by position; of two at one position (two runs), the later in `rows` wins.
+fn by_position(rows: Vec<RawPoint>) -> BTreeMap<i64, RawPoint> {
+    rows.into_iter().map(|p| (p.position, p)).collect()
 }
 
 impl Db {
@@ -118,7 +123,8 @@ impl Db {
     /// The staged points of a series on the tracked branch (its latest staged run of each
     /// commit), by position: one key seek per staged commit.
     async fn staged_points(&self, series_id: i64) -> Result<BTreeMap<i64, RawPoint>, DbError> {
-        let rows = sqlx::query!(
+        let rows = sqlx::query_as!(
+            RawPoint,
             r#"SELECT c.position AS "position!", x.value, u.kernel, u.toolchain
                FROM staged_commits k
                CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id AND x.series_id = ?1
@@ -130,18 +136,7 @@ impl Db {
         )
         .fetch_all(&self.reader)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| {
-                let point = RawPoint {
-                    position: r.position,
-                    value: r.value,
-                    kernel: r.kernel,
-                    toolchain: r.toolchain,
-                };
-                (r.position, point)
-            })
-            .collect())
+        Ok(by_position(rows))
     }
 
     /// The merged points of a series at the positions of `ranges` (inclusive), by position.
@@ -154,8 +149,10 @@ impl Db {
             return Ok(BTreeMap::new());
         }
         let json = serde_json::to_string(ranges).expect("integers");
-        let rows = sqlx::query!(
-            r#"SELECT c.position AS "position!", x.value, u.kernel, u.toolchain
+        let rows = sqlx::query_as!(
+            RawPoint,
+            r#"SELECT c.position AS "position!", x.value AS "value!", u.kernel AS "kernel!",
+                      u.toolchain AS "toolchain!"
                FROM json_each(?2) AS j
                CROSS JOIN commits c ON c.repository_id = (SELECT b.repository_id FROM series s
                                           JOIN benchmarks b ON b.id = s.benchmark_id
@@ -170,18 +167,7 @@ impl Db {
         )
         .fetch_all(&self.reader)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| {
-                let point = RawPoint {
-                    position: r.position,
-                    value: r.value,
-                    kernel: r.kernel,
-                    toolchain: r.toolchain,
-                };
-                (r.position, point)
-            })
-            .collect())
+        Ok(by_position(rows))
     }
 
     /// The stored summaries of the whole-bucket pieces, by (level, bucket).
@@ -190,40 +176,16 @@ impl Db {
         series_id: i64,
         pieces: &[Piece],
     ) -> Result<HashMap<(u8, i64), BucketSummary>, DbError> {
-        let keys: Vec<(u8, i64)> = (pieces.iter())
+        let keys: Vec<SummaryKey> = (pieces.iter())
             .filter_map(|p| match *p {
-                Piece::Bucket { level, bucket } => Some((level, bucket)),
+                Piece::Bucket { level, bucket } => Some((series_id, level, bucket)),
                 Piece::Points(..) => None,
             })
             .collect();
-        if keys.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let json = serde_json::to_string(&keys).expect("integers");
-        let rows = sqlx::query_as!(
-            StoredSummary,
-            r#"SELECT s.series_id AS "series_id!", s.level AS "level!", s.bucket AS "bucket!",
-                      s.points AS "points!", s.low_position AS "low_position!",
-                      s.low_value AS "low_value!", s.high_position AS "high_position!",
-                      s.high_value AS "high_value!", s.first_position AS "first_position!",
-                      s.first_value AS "first_value!", s.last_position AS "last_position!",
-                      s.last_value AS "last_value!", s.first_environment AS "first_environment!",
-                      s.last_environment AS "last_environment!", s.change_position,
-                      s.change_from, s.change_to
-               FROM json_each(?2) AS j
-               CROSS JOIN series_summaries s ON s.series_id = ?1 AND s.level = j.value ->> 0
-                    AND s.bucket = j.value ->> 1"#,
-            series_id,
-            json
-        )
-        .fetch_all(&self.reader)
-        .await?;
-        Ok(rows
+        let mut conn = self.reader.acquire().await?;
+        Ok((read_summaries(&mut conn, &keys).await?)
             .into_iter()
-            .map(|r| {
-                let summary = r.summary();
-                ((summary.level, summary.bucket), summary)
-            })
+            .map(|(_, s)| ((s.level, s.bucket), s))
             .collect())
     }
 
