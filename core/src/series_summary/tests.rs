@@ -13,7 +13,7 @@ fn series(positions: impl IntoIterator<Item = i64>, seed: u64) -> Vec<SummaryPoi
                 position,
                 // Few distinct values, so that ties between extremes happen.
                 value: ((state >> 40) % 50) as f64,
-                environment: i64::from((state >> 20) % 97 == 0),
+                environment: i64::from((state >> 20).is_multiple_of(97)),
             }
         })
         .collect()

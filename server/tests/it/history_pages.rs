@@ -223,10 +223,8 @@ async fn summaries_equal_a_full_read_after_every_kind_of_write() {
     // A force-push replaces commits from 240 on; the new ones are measured before the
     // history that makes them the branch is recorded (they hold no position yet).
     let pushed = chain(300, 240, 1);
-    for i in 240..250 {
-        h.db.record_commit(h.repository_id, &pushed[i])
-            .await
-            .unwrap();
+    for (i, commit) in pushed.iter().enumerate().take(250).skip(240) {
+        h.db.record_commit(h.repository_id, commit).await.unwrap();
         h.store(&sha(i, 1), &[("a", 50.0)], "rustc 1.95").await;
     }
     h.db.merge_staged().await.unwrap();
