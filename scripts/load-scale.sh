@@ -69,6 +69,8 @@ token=$(cat "$db.admin-token")
 head=$(printf '%040x' "$commits")
 base=$(printf '%040x' $((commits - 1)))
 load_pages "$head" "$base"
+# The benchmark page zoomed out to the whole history: drawn from the series' summaries.
+pages+=("/repos/load/benchmarks/group_0/bench_0?last=$commits")
 
 echo
 echo "| page, computed | readers | requests/s | p50 | p99 | errors |"

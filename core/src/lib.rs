@@ -15,6 +15,7 @@ pub mod pull_request;
 pub mod pull_upload;
 pub mod results;
 pub mod samples;
+pub mod series_summary;
 pub mod stats;
 pub mod units;
 pub mod webhook;

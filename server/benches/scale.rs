@@ -138,13 +138,10 @@ async fn compare_page() {
     );
 }
 
-/// One benchmark with five metrics at `commit`: noisy, with a step at three quarters.
-fn page_suite(commit: usize) -> Vec<SuiteUpload> {
-    let step = if commit >= PAGE_HISTORY * 3 / 4 {
-        1.3
-    } else {
-        1.0
-    };
+/// One benchmark with five metrics at `commit` of `history`: noisy, with a step at three
+/// quarters.
+fn page_suite(commit: usize, history: usize) -> Vec<SuiteUpload> {
+    let step = if commit >= history * 3 / 4 { 1.3 } else { 1.0 };
     let metrics = PAGE_METRICS
         .iter()
         .enumerate()
@@ -180,7 +177,7 @@ async fn benchmark_page() {
     let dir = tempfile::tempdir().unwrap();
     let data = Synthetic::create(&dir.path().join("page.db"), "page", PAGE_HISTORY).await;
     for commit in 0..PAGE_HISTORY {
-        data.store(commit, &page_suite(commit)).await;
+        data.store(commit, &page_suite(commit, PAGE_HISTORY)).await;
     }
     analyse_repository(&state(data.db.clone(), dir.path()), data.repository_id)
         .await
@@ -205,6 +202,73 @@ async fn benchmark_page() {
             median(times),
             size / 1024
         );
+    }
+}
+
+/// Histories of the pages timed side by side (issue "Every page costs the same at 100,000
+/// commits as at 100").
+const HISTORIES: [usize; 3] = [100, 10_000, 100_000];
+
+/// The benchmark page (five charts, the default window and zoomed out to 100,000 commits),
+/// the series API and `trend.svg` of one benchmark at 100, 10,000 and 100,000 commits of
+/// history, computed: 15 rounds, each rendering every page of every history once in turn, so
+/// that the machine's load falls on all alike; medians and their ratio to 100 commits.
+async fn history_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut routers = Vec::new();
+    for history in HISTORIES {
+        let started = Instant::now();
+        let path = dir.path().join(format!("history-{history}.db"));
+        let data = Synthetic::create(&path, "page", history).await;
+        for commit in 0..history {
+            data.store(commit, &page_suite(commit, history)).await;
+        }
+        data.db.merge_staged().await.unwrap();
+        analyse_repository(&state(data.db.clone(), dir.path()), data.repository_id)
+            .await
+            .unwrap();
+        println!(
+            "history of {history} commits made and analysed in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+        routers.push(router(data.db, dir.path()));
+    }
+    let pages = [
+        ("benchmark page", "/repos/page/benchmarks/group/page"),
+        (
+            "benchmark page zoomed out",
+            "/repos/page/benchmarks/group/page?last=100000",
+        ),
+        (
+            "series API",
+            "/api/v1/repos/page/series?benchmark=group/page&metric=time",
+        ),
+        (
+            "trend.svg",
+            "/repos/page/trend.svg?benchmark=group/page&metric=time",
+        ),
+    ];
+    let mut times = vec![vec![Vec::new(); HISTORIES.len()]; pages.len()];
+    let mut sizes = vec![vec![0; HISTORIES.len()]; pages.len()];
+    for _ in 0..15 {
+        for (p, (_, path)) in pages.iter().enumerate() {
+            for (h, router) in routers.iter().enumerate() {
+                let (ms, size) = time_page(router, path, 1).await;
+                times[p][h].push(ms);
+                sizes[p][h] = size;
+            }
+        }
+    }
+    for (p, (name, _)) in pages.iter().enumerate() {
+        let base = median(times[p][0].clone());
+        for (h, history) in HISTORIES.iter().enumerate() {
+            let ms = median(times[p][h].clone());
+            println!(
+                "{name}, {history} commits: median {ms:.2} ms of 15 ({:.2}x 100 commits), {} KiB",
+                ms / base,
+                sizes[p][h] / 1024
+            );
+        }
     }
 }
 
@@ -280,5 +344,8 @@ async fn main() {
     }
     if run("benchmark_page") {
         benchmark_page().await;
+    }
+    if run("history_pages") {
+        history_pages().await;
     }
 }

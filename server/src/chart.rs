@@ -266,6 +266,12 @@ pub fn drawn_whole(points: usize, width: u32) -> bool {
     !thin::thins(points, plot_columns(width))
 }
 
+/// The buckets a chart `width` pixels wide thins a long series into: a summary of a window
+/// with at least this many buckets loses nothing the chart would draw.
+pub fn pixel_buckets(width: u32) -> usize {
+    thin::buckets(plot_columns(width))
+}
+
 fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, ChartError> {
     let first = x_of(points[0]);
     let last = x_of(points[points.len() - 1]);

@@ -1,6 +1,7 @@
 //! Exports for spreadsheets and scripts: the one `format=json|csv` choice every exporting
 //! endpoint takes, CSV rendering, and the download response.
 
+use axum::body::Body;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
@@ -26,8 +27,10 @@ impl ExportFormat {
     }
 }
 
-/// A CSV document as a download named `filename` (which must be plain ASCII without quotes).
-pub fn csv_download(filename: &str, csv: String) -> Response {
+/// A CSV document (a string, or a streamed body) as a download named `filename` (which must
+/// be plain ASCII without quotes).
+pub fn csv_download(filename: &str, csv: impl Into<Body>) -> Response {
+    let body: Body = csv.into();
     (
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
@@ -36,7 +39,7 @@ pub fn csv_download(filename: &str, csv: String) -> Response {
                 format!("attachment; filename=\"{filename}\""),
             ),
         ],
-        csv,
+        body,
     )
         .into_response()
 }

@@ -19,51 +19,6 @@ fn verdict_value(value: f64, samples: &[f64], direction: &str) -> f64 {
 }
 
 impl Db {
-    /// The values (with their history positions) of the last `limit` points of a series before
-    /// position `before` (all positions when `None`), oldest first. What a per-commit verdict's
-    /// noise model uses; samples are parsed only for runs with enough of them to stand for
-    /// their fast end.
-    pub async fn series_values_before(
-        &self,
-        series_id: i64,
-        before: Option<i64>,
-        limit: i64,
-    ) -> Result<Vec<(i64, f64)>, DbError> {
-        let rows = sqlx::query!(
-            r#"SELECT c.position AS "position!", x.value, x.samples AS "samples: Samples",
-                      s.direction
-               FROM measurements x JOIN commits c ON c.id = x.commit_id
-               JOIN series s ON s.id = x.series_id
-               WHERE x.series_id = ?1 AND c.position IS NOT NULL
-                 AND (?2 IS NULL OR c.position < ?2)
-                 AND x.run_id = (SELECT max(y.run_id) FROM measurements y
-                                 WHERE y.series_id = x.series_id AND y.commit_id = x.commit_id)
-                 AND (x.commit_id < (SELECT min(commit_id) FROM measurements_staged)
-                      OR NOT EXISTS (SELECT 1 FROM measurements_staged z
-                                     WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id))
-               UNION ALL
-               SELECT c.position, x.value, x.samples, s.direction
-               FROM staged_commits k
-               CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id AND x.series_id = ?1
-               JOIN commits c ON c.id = x.commit_id
-               JOIN series s ON s.id = x.series_id
-               WHERE c.position IS NOT NULL AND (?2 IS NULL OR c.position < ?2)
-                 AND x.run_id = (SELECT max(z.run_id) FROM measurements_staged z
-                                 WHERE z.commit_id = x.commit_id AND z.series_id = x.series_id)
-               ORDER BY 1 DESC LIMIT ?3"#,
-            series_id,
-            before,
-            limit
-        )
-        .fetch_all(&self.reader)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .rev()
-            .map(|r| (r.position, verdict_value(r.value, &r.samples, &r.direction)))
-            .collect())
-    }
-
     /// The values of many series at history positions `from..before` (the latest run per
     /// commit), by series then position: the recent history of every series of a commit in
     /// one query, one key lookup per series and commit of the window, series outermost (as in

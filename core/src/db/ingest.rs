@@ -176,6 +176,15 @@ impl Db {
         )
         .fetch_one(&mut *tx)
         .await?;
+        // The home page's "last run", kept here so that it never reads the runs (one row,
+        // the same page every upload).
+        sqlx::query!(
+            "UPDATE repositories SET last_run_at = max(coalesce(last_run_at, ?1), ?1) WHERE id = ?2",
+            now,
+            record.repository_id
+        )
+        .execute(&mut *tx)
+        .await?;
         // Once a repository's benchmarks have run, every series of an upload exists: its
         // measurements go in first, and only an upload with new series pays for the two
         // upserts (a fifth of ingest time) and a second pass for the rest.

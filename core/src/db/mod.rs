@@ -26,8 +26,11 @@ mod repos;
 mod samples_conversion;
 mod sensitivity;
 mod staging;
+mod summaries;
+mod summary_reads;
 mod version;
 mod webhooks;
+mod windows;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -79,6 +82,7 @@ pub use repos::{CommitRecord, RepositoryRow, RepositorySettings, validate_reposi
 pub use sensitivity::{SensitivityRule, sensitivity_for};
 pub use staging::{MERGE_ROWS, MergeSummary};
 pub use webhooks::{ChainCommit, NewDelivery, RepositoryRemote, WebhookDeliveryRow};
+pub use windows::WindowPoint;
 
 /// A failure of the storage layer, or a request it refuses.
 #[derive(Debug, thiserror::Error)]
@@ -161,6 +165,7 @@ impl Db {
             .await?;
         sqlx::migrate!("../migrations").run(&writer).await?;
         samples_conversion::convert_text_samples(&writer).await?;
+        summaries::build_pending(&writer).await?;
         let staged =
             sqlx::query_scalar!(r#"SELECT count(*) AS "n!: i64" FROM measurements_staged"#)
                 .fetch_one(&writer)

@@ -165,22 +165,33 @@ impl Db {
     }
 
     /// Records the tracked branch's first-parent chain, oldest first, and renumbers history
-    /// positions to follow it: commits that left the chain (a force-push) lose their position.
+    /// positions to follow it: commits that left the chain (a force-push) lose their position,
+    /// and the series summaries of the positions that moved are made again.
     pub async fn record_history(
         &self,
         repository_id: i64,
         chain_oldest_first: &[CommitRecord],
     ) -> Result<(), DbError> {
         let mut tx = self.begin_write().await?;
+        let before = sqlx::query_scalar!(
+            r#"SELECT id AS "id!" FROM commits WHERE repository_id = ? AND position IS NOT NULL
+               ORDER BY position"#,
+            repository_id
+        )
+        .fetch_all(&mut *tx)
+        .await?;
         sqlx::query!(
             "UPDATE commits SET position = NULL WHERE repository_id = ?",
             repository_id
         )
         .execute(&mut *tx)
         .await?;
+        let mut after = Vec::with_capacity(chain_oldest_first.len());
         for (position, commit) in chain_oldest_first.iter().enumerate() {
-            upsert_commit(&mut tx, repository_id, commit, Some(position as i64)).await?;
+            after.push(upsert_commit(&mut tx, repository_id, commit, Some(position as i64)).await?);
         }
+        // Summaries are by position: those of positions that moved are made again.
+        super::summaries::follow_moved_history(&mut tx, repository_id, &before, &after).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -164,6 +164,9 @@ async fn move_oldest_staged(
     .execute(&mut *tx)
     .await?
     .rows_affected();
+    // The summaries take the moved points in, in the same transaction: they always describe
+    // exactly the merged rows.
+    super::summaries::absorb_merge(&mut tx, last_commit).await?;
     let deleted = sqlx::query!(
         "DELETE FROM measurements_staged WHERE commit_id <= ?",
         last_commit

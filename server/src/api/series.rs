@@ -1,8 +1,10 @@
 //! Series in history order, as JSON or as a CSV download.
 
-use axum::Json;
+use axum::body::Body;
 use axum::extract::{Path, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use kymo_core::db::{BenchmarkSeriesRow, SeriesPoint};
 use kymo_core::protocol::ApiErrorBody;
 use serde::{Deserialize, Serialize};
@@ -76,43 +78,65 @@ pub async fn series(
             all.len()
         )));
     }
-    let mut out = Vec::with_capacity(all.len());
-    for series in all {
-        let points = state.db.series_points(series.id, limit, None).await?;
-        out.push(SeriesWithPoints { series, points });
-    }
+    // Streamed a series at a time: a request may ask for 100 series of 10,000 points, and
+    // only one series' points are held at once (an error half-way ends the answer short).
+    let chunks =
+        futures_util::stream::iter(all.into_iter().enumerate()).then(move |(i, series)| {
+            let state = state.clone();
+            async move {
+                let points = (state.db.series_points(series.id, limit, None))
+                    .await
+                    .map_err(std::io::Error::other)?;
+                let series = SeriesWithPoints { series, points };
+                Ok::<_, std::io::Error>(match format {
+                    ExportFormat::Json => {
+                        let json = serde_json::to_string(&series).map_err(std::io::Error::other)?;
+                        if i == 0 { json } else { format!(",{json}") }
+                    }
+                    ExportFormat::Csv => series_csv_lines(&series),
+                })
+            }
+        });
+    let (head, tail) = match format {
+        ExportFormat::Json => ("[", "]"),
+        ExportFormat::Csv => (CSV_HEADER, ""),
+    };
+    let body = futures_util::stream::once(async move { Ok(head.to_owned()) })
+        .chain(chunks)
+        .chain(futures_util::stream::once(
+            async move { Ok(tail.to_owned()) },
+        ));
+    let body = Body::from_stream(body);
     Ok(match format {
-        ExportFormat::Json => Json(out).into_response(),
-        ExportFormat::Csv => {
-            csv_download(&format!("kymo-series-{}.csv", repo.id), series_csv(&out))
-        }
+        ExportFormat::Json => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        ExportFormat::Csv => csv_download(&format!("kymo-series-{}.csv", repo.id), body),
     })
 }
 
-/// One line per point: the series' identity, the commit, its value and its samples
+/// The first line of a series export in CSV.
+const CSV_HEADER: &str = "benchmark,metric,unit,direction,machine,position,commit,value,samples\n";
+
+/// One line per point of a series: its identity, the commit, its value and its samples
 /// (separated by `;`, as they were measured).
-pub fn series_csv(series: &[SeriesWithPoints]) -> String {
-    let mut out =
-        String::from("benchmark,metric,unit,direction,machine,position,commit,value,samples\n");
-    for s in series {
-        let identity = [
-            csv_field(&s.series.benchmark),
-            csv_field(&s.series.metric),
-            csv_field(&s.series.unit),
-            csv_field(&s.series.direction),
-            csv_field(&s.series.machine),
-        ];
-        for p in &s.points {
-            let samples: Vec<String> = p.samples.iter().map(f64::to_string).collect();
-            let mut fields = identity.to_vec();
-            fields.extend([
-                p.position.to_string(),
-                csv_field(&p.sha),
-                p.value.to_string(),
-                samples.join(";"),
-            ]);
-            out.push_str(&csv_line(&fields));
-        }
+pub fn series_csv_lines(s: &SeriesWithPoints) -> String {
+    let mut out = String::new();
+    let identity = [
+        csv_field(&s.series.benchmark),
+        csv_field(&s.series.metric),
+        csv_field(&s.series.unit),
+        csv_field(&s.series.direction),
+        csv_field(&s.series.machine),
+    ];
+    for p in &s.points {
+        let samples: Vec<String> = p.samples.iter().map(f64::to_string).collect();
+        let mut fields = identity.to_vec();
+        fields.extend([
+            p.position.to_string(),
+            csv_field(&p.sha),
+            p.value.to_string(),
+            samples.join(";"),
+        ]);
+        out.push_str(&csv_line(&fields));
     }
     out
 }
@@ -143,7 +167,7 @@ mod tests {
             }],
         };
         assert_eq!(
-            series_csv(&[series]),
+            format!("{CSV_HEADER}{}", series_csv_lines(&series)),
             "benchmark,metric,unit,direction,machine,position,commit,value,samples\n\
              \"parse,{size=16}\",'=time,ns,lower,abcd,3,f00,1.5,1;1.5;2\n"
         );

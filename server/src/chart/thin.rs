@@ -31,7 +31,7 @@ pub(super) fn thins(points: usize, columns: usize) -> bool {
     points > buckets(columns) * 2
 }
 
-fn buckets(columns: usize) -> usize {
+pub(super) fn buckets(columns: usize) -> usize {
     (columns / PIXELS_PER_BUCKET).max(1)
 }
 

@@ -11,7 +11,7 @@ use kymo_core::protocol::query_value;
 use serde::Deserialize;
 
 use super::embed::{public_base, trend_svg_path};
-use super::trend::{EnvironmentCache, Window, load_series_trend};
+use super::trend::{Window, load_series_trend};
 use super::{PageResult, is_htmx, render};
 use crate::chart::YScale;
 use crate::error::AppError;
@@ -103,21 +103,13 @@ pub async fn benchmark(
         )
         .await?;
     let base = public_base(&headers);
-    let mut environments = EnvironmentCache::new();
     let mut charts = Vec::with_capacity(all.len());
     // The oldest and newest commit shown on any chart: (position, sha, time).
     let mut oldest: Option<(usize, String, Option<i64>)> = None;
     let mut newest: Option<(usize, String, Option<i64>)> = None;
     for series in all {
-        let mut trend = load_series_trend(
-            &state,
-            (&repo_name, repo.id),
-            &series,
-            window,
-            &regressions,
-            &mut environments,
-        )
-        .await?;
+        let mut trend =
+            load_series_trend(&state, &repo_name, &series, window, &regressions).await?;
         trend.y_scale = y_scale;
         if let (Some(first), Some(last)) = (trend.points.first(), trend.points.last()) {
             if oldest.as_ref().is_none_or(|o| first.position < o.0) {
@@ -133,7 +125,7 @@ pub async fn benchmark(
                 "{base}{}",
                 trend_svg_path(&repo_name, &benchmark, &series.metric, &series.machine)
             ),
-            points: trend.points.len(),
+            points: trend.measured,
             metric_query: query_value(&series.metric),
             metric: series.metric,
             unit: series.unit,

@@ -9,7 +9,7 @@ use kymo_core::db::{BenchmarkSeriesRow, RegressionFilter};
 use kymo_core::protocol::query_value;
 use serde::Deserialize;
 
-use super::trend::{EnvironmentCache, Window, load_series_trend};
+use super::trend::{Window, load_series_trend};
 use crate::api::ApiQuery;
 use crate::chart::YScale;
 use crate::error::{AppError, AppResult};
@@ -140,11 +140,10 @@ pub async fn trend_svg(
     let regressions = state.db.regressions(repo.id, &filter).await?;
     let mut trend = load_series_trend(
         &state,
-        (&repo.name, repo.id),
+        &repo.name,
         series,
         Window { last, until: None },
         &regressions,
-        &mut EnvironmentCache::new(),
     )
     .await?;
     // Outside the dashboard the image must say what it shows.

@@ -107,6 +107,50 @@ pub fn group_open_regressions(rows: &[RegressionRow]) -> OpenFindings {
     }
 }
 
+/// Changes listed under "Recent changes".
+pub const RECENT_CHANGES_SHOWN: usize = 10;
+
+/// A change point of the repository's recent history, either way.
+pub struct RecentChangeView {
+    pub id: i64,
+    pub sha: String,
+    pub short: String,
+    pub benchmark: String,
+    pub metric: String,
+    pub change: String,
+    /// `worse` for a regression, `better` for an improvement.
+    pub class: &'static str,
+    /// Its triage state, and its confirmation's when one was asked for.
+    pub status: String,
+}
+
+/// The newest change points in both directions (`rows` as the store lists them, newest commit
+/// first), leaving out those triaged as false positives and those a re-measurement refuted:
+/// what the repository's performance did lately, improvements included.
+pub fn recent_changes(rows: &[RegressionRow]) -> Vec<RecentChangeView> {
+    rows.iter()
+        .filter(|r| r.state != "false_positive" && r.confirmation.as_deref() != Some("refuted"))
+        .take(RECENT_CHANGES_SHOWN)
+        .map(|r| RecentChangeView {
+            id: r.id,
+            short: r.sha.get(..10).unwrap_or(&r.sha).to_owned(),
+            sha: r.sha.clone(),
+            benchmark: r.benchmark.clone(),
+            metric: r.metric.clone(),
+            change: format!("{:+.1} %", r.change_pct),
+            class: if r.kind == "regression" {
+                "worse"
+            } else {
+                "better"
+            },
+            status: match &r.confirmation {
+                Some(confirmation) => format!("{}, {confirmation}", r.state),
+                None => r.state.clone(),
+            },
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +238,29 @@ mod tests {
         assert_eq!(found.shown.len(), FINDINGS_SHOWN);
         assert_eq!((found.findings, found.commits), (25, 25));
         assert!(group_open_regressions(&[]).shown.is_empty());
+    }
+
+    #[test]
+    fn recent_changes_go_both_ways_without_dismissed_or_refuted_ones() {
+        let mut rows = vec![
+            row(1, "cccccccccccc", "ring", "time", -80.0),
+            row(2, "cccccccccccc", "bus", "time", 12.0),
+            row(3, "bbbbbbbbbbbb", "ring", "time", 30.0),
+            row(4, "aaaaaaaaaaaa", "ring", "time", 25.0),
+        ];
+        rows[0].kind = "improvement".into();
+        rows[0].confirmation = Some("confirmed".into());
+        rows[2].state = "false_positive".into();
+        rows[3].confirmation = Some("refuted".into());
+        let recent = recent_changes(&rows);
+        let shown: Vec<(i64, &str, &str)> = recent
+            .iter()
+            .map(|c| (c.id, c.class, c.status.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [(1, "better", "open, confirmed"), (2, "worse", "open")]
+        );
+        assert_eq!(recent[0].change, "-80.0 %");
     }
 }

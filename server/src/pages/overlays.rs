@@ -1,10 +1,10 @@
 //! What the trend graph draws over a series: its change points (linked to their regression
 //! pages), the fitted levels between them with a noise band, and environment changes.
 
-use kymo_core::db::{EnvironmentPoint, RegressionRow, SeriesPoint};
+use kymo_core::db::{EnvironmentPoint, RegressionRow};
 use kymo_core::stats::{CommitObservation, noise_model};
 
-use crate::chart::{Annotation, BandPoint, ChangeMarker, MarkerKind, Segment};
+use crate::chart::{Annotation, BandPoint, ChangeMarker, MarkerKind, Segment, TrendPoint};
 
 /// Everything drawn over one series.
 #[derive(Debug, Default)]
@@ -15,13 +15,16 @@ pub struct Overlays {
     pub annotations: Vec<Annotation>,
 }
 
-/// Builds the overlays of a series from its points, its stored change points (any order) and
-/// its machine's environments.
+/// Builds the overlays of a series from the points drawn, its stored change points (any order)
+/// and the environments of its runs in history order (a change between two neighbours is an
+/// annotation). The band spans `noise` (a fraction of the level) each side, or the noise of
+/// the points themselves when `None` (points drawn one by one, not summaries' extremes).
 pub fn overlays(
     repo: &str,
-    points: &[SeriesPoint],
+    points: &[TrendPoint],
     regressions: &[&RegressionRow],
     environments: &[EnvironmentPoint],
+    noise: Option<f64>,
 ) -> Overlays {
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         return Overlays::default();
@@ -48,7 +51,7 @@ pub fn overlays(
 
     // Levels: before the first change its baseline, after each change its new level.
     let mut segments = Vec::new();
-    let mut from = first.position;
+    let mut from = first.position as i64;
     let mut level = changes.first().map(|r| r.baseline);
     for r in &changes {
         let at = r.position.unwrap_or_default();
@@ -65,29 +68,31 @@ pub fn overlays(
     if let Some(level) = level {
         segments.push(Segment {
             from: from as usize,
-            to: last.position as usize,
+            to: last.position,
             level,
         });
     }
 
-    let observations: Vec<CommitObservation> = points
-        .iter()
-        .map(|p| CommitObservation {
-            position: p.position as usize,
-            value: p.value,
-            samples: Vec::new(),
-        })
-        .collect();
-    let noise = noise_model(&observations).between_commit_pct / 100.0;
+    let noise = noise.unwrap_or_else(|| {
+        let observations: Vec<CommitObservation> = points
+            .iter()
+            .map(|p| CommitObservation {
+                position: p.position,
+                value: p.value,
+                samples: Vec::new(),
+            })
+            .collect();
+        noise_model(&observations).between_commit_pct / 100.0
+    });
     let band = segments
         .iter()
         .flat_map(|s| {
             let spread = (s.level * noise * 2.0).abs();
             points
                 .iter()
-                .filter(move |p| (s.from..=s.to).contains(&(p.position as usize)))
+                .filter(move |p| (s.from..=s.to).contains(&p.position))
                 .map(move |p| BandPoint {
-                    position: p.position as usize,
+                    position: p.position,
                     low: s.level - spread,
                     high: s.level + spread,
                 })
@@ -127,13 +132,15 @@ pub fn overlays(
 mod tests {
     use super::*;
 
-    fn point(position: i64, value: f64) -> SeriesPoint {
-        SeriesPoint {
+    fn point(position: usize, value: f64) -> TrendPoint {
+        TrendPoint {
             position,
             sha: format!("{position:040x}"),
-            committed_at: 0,
             value,
-            samples: Default::default(),
+            low: None,
+            high: None,
+            href: String::new(),
+            committed_at: None,
         }
     }
 
@@ -144,12 +151,13 @@ mod tests {
             kernel: "6.1".into(),
             toolchain: toolchain.into(),
         };
-        let points: Vec<SeriesPoint> = (0..4).map(|i| point(i, 1.0)).collect();
+        let points: Vec<TrendPoint> = (0..4).map(|i| point(i, 1.0)).collect();
         let o = overlays(
             "r",
             &points,
             &[],
             &[env(0, "1.94"), env(1, "1.94"), env(2, "1.95")],
+            None,
         );
         assert_eq!(o.annotations.len(), 1);
         assert_eq!(o.annotations[0].position, 2);

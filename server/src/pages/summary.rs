@@ -6,6 +6,7 @@ use axum::extract::{Path, Query};
 use axum::response::Redirect;
 use kymo_core::db::{BenchmarkSeriesRow, RecentValue};
 use kymo_core::protocol::query_value;
+use kymo_core::results::median;
 use serde::Deserialize;
 
 use super::format::{benchmark_href, change, value};
@@ -13,6 +14,12 @@ use crate::chart::render_sparkline;
 
 /// Commits of history the summary looks back over.
 pub const SUMMARY_WINDOW: i64 = 30;
+/// Commits at each end of the window whose median is the level compared: one run slowed by a
+/// loaded machine moves a median of five by nothing, where it moved the change from the
+/// window's first point to its last by its whole slowdown.
+pub const LEVEL_COMMITS: usize = 5;
+/// The fewest commits a level is taken from: below it a level would be one or two runs.
+const MIN_LEVEL_COMMITS: usize = 3;
 /// Series shown per page of the summary: the page's cost stays bounded however many exist.
 pub const SUMMARY_PAGE: usize = 50;
 
@@ -53,10 +60,10 @@ pub fn summarize(
         .into_iter()
         .map(|s| {
             let values = latest_per_commit(recent, s.id);
-            let (latest, change_text, class, badness) = match (values.first(), values.last()) {
-                (Some(first), Some(last)) if values.len() > 1 => {
-                    let (text, class) = change(*first, *last, &s.direction);
-                    let pct = (last - first) / first.abs() * 100.0;
+            let (latest, change_text, class, badness) = match (values.last(), levels(&values)) {
+                (Some(last), Some((before, after))) => {
+                    let (text, class) = change(before, after, &s.direction);
+                    let pct = (after - before) / before.abs() * 100.0;
                     let worse = if s.direction == "higher" { -pct } else { pct };
                     (
                         value(*last, &s.unit),
@@ -65,7 +72,7 @@ pub fn summarize(
                         worse.is_finite().then_some(worse),
                     )
                 }
-                (Some(only), _) => (value(*only, &s.unit), "–".into(), "", None),
+                (Some(last), None) => (value(*last, &s.unit), "–".into(), "", None),
                 _ => ("–".into(), "–".into(), "", None),
             };
             SeriesSummaryView {
@@ -112,6 +119,19 @@ impl SeriesSummaryView {
 /// What a series is called, for ordering by name without copying it.
 fn name_key(v: &SeriesSummaryView) -> (&str, &str, &str) {
     (&v.benchmark, &v.metric, &v.machine)
+}
+
+/// The levels a series' change is measured between: the medians of the oldest and of the
+/// newest [`LEVEL_COMMITS`] commits of the window (of each half, when the window holds fewer
+/// than twice that), or `None` when a level would rest on fewer than [`MIN_LEVEL_COMMITS`].
+fn levels(values: &[f64]) -> Option<(f64, f64)> {
+    let side = (values.len() / 2).min(LEVEL_COMMITS);
+    if side < MIN_LEVEL_COMMITS {
+        return None;
+    }
+    let before = median(&values[..side])?;
+    let after = median(&values[values.len() - side..])?;
+    Some((before, after))
 }
 
 /// A series' value at each commit of the window, the latest run of a commit winning.
@@ -188,29 +208,39 @@ mod tests {
             .collect()
     }
 
+    /// Six commits of one series: `before` at the first three, `after` at the last three.
+    fn steps(series_id: i64, before: f64, after: f64) -> Vec<(i64, i64, f64)> {
+        (0..6)
+            .map(|p| (series_id, p, if p < 3 { before } else { after }))
+            .collect()
+    }
+
     #[test]
     fn the_biggest_change_comes_first_and_unmeasured_series_last() {
-        let rows = recent(&[
-            (1, 1, 100.0),
-            (1, 2, 101.0),
-            (2, 1, 100.0),
-            (2, 2, 150.0),
-            (2, 2, 140.0), // a later run of the same commit wins
-            (4, 2, 7.0),
-        ]);
+        let mut points = steps(1, 100.0, 101.0);
+        points.extend(steps(2, 100.0, 150.0));
+        points.push((2, 5, 140.0)); // a later run of the same commit wins
+        points.extend([(4, 2, 7.0), (5, 1, 7.0), (5, 2, 8.0)]);
+        let rows = recent(&points);
         let all = vec![
             series(1, "a/quiet", "lower"),
             series(2, "b/slower", "lower"),
             series(3, "c/never", "lower"),
             series(4, "d/once", "lower"),
+            series(5, "e/twice", "lower"),
         ];
         let views = summarize("r", all, &rows, SummarySort::Change);
         let order: Vec<&str> = views.iter().map(|v| v.benchmark.as_str()).collect();
-        assert_eq!(order, ["b/slower", "a/quiet", "d/once", "c/never"]);
-        assert_eq!(views[0].change, "+40.0 %");
+        assert_eq!(
+            order,
+            ["b/slower", "a/quiet", "d/once", "e/twice", "c/never"]
+        );
+        assert_eq!(views[0].change, "+50.0 %");
         assert_eq!(views[0].change_class, "worse");
         assert_eq!(views[0].latest, "140 ns");
-        assert_eq!(views[3].latest, "–");
+        assert_eq!(views[3].change, "–", "two commits are no level to compare");
+        assert_eq!(views[3].latest, "8 ns");
+        assert_eq!(views[4].latest, "–");
         let by_name = summarize(
             "r",
             vec![series(2, "b", "lower"), series(1, "a", "lower")],
@@ -221,8 +251,33 @@ mod tests {
     }
 
     #[test]
+    fn one_slow_first_run_is_no_improvement() {
+        // The first run of each series on a loaded machine, 1.5 to 2.5 times slower, then a
+        // steady level; the second series got 1.3 times slower half-way.
+        let mut values: Vec<(i64, i64, f64)> = (0..30).map(|p| (1, p, 100.0)).collect();
+        values[0].2 = 250.0;
+        values.extend((0..30).map(|p| (2, p, if p < 15 { 100.0 } else { 130.0 })));
+        values[30].2 = 150.0;
+        let views = summarize(
+            "r",
+            vec![series(1, "steady", "lower"), series(2, "slower", "lower")],
+            &recent(&values),
+            SummarySort::Change,
+        );
+        assert_eq!(views[0].benchmark, "slower");
+        assert_eq!(
+            (views[0].change.as_str(), views[0].change_class),
+            ("+30.0 %", "worse")
+        );
+        assert_eq!(
+            (views[1].change.as_str(), views[1].change_class),
+            ("+0.0 %", "")
+        );
+    }
+
+    #[test]
     fn a_higher_is_better_series_that_rose_is_an_improvement() {
-        let rows = recent(&[(1, 1, 100.0), (1, 2, 200.0)]);
+        let rows = recent(&steps(1, 100.0, 200.0));
         let views = summarize(
             "r",
             vec![series(1, "rate", "higher")],

@@ -1,22 +1,21 @@
 //! One series as a trend graph with its overlays: what the benchmark page shows per series
 //! and what the embeddable `trend.svg` image draws.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-
 use kymo_core::db::{BenchmarkSeriesRow, EnvironmentPoint, RegressionRow};
 use kymo_core::results::quartiles;
+use kymo_core::series_summary::level_for;
 
 use super::overlays::{Overlays, overlays};
 use crate::chart::{
-    DEFAULT_WIDTH, TrendChart, TrendPoint, YScale, drawn_whole, render_standalone_svg,
-    render_trend_svg,
+    DEFAULT_WIDTH, TrendChart, TrendPoint, YScale, drawn_whole, pixel_buckets,
+    render_standalone_svg, render_trend_svg,
 };
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 
 /// Which stretch of history a chart shows: the newest `last` measured commits up to position
-/// `until` (the newest commit when `None`).
+/// `until` (the newest commit when `None`); a window too wide to draw point by point (see
+/// [`level_for`]) is the newest `last` commits of history up to the series' newest point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
     pub last: i64,
@@ -27,64 +26,145 @@ pub struct Window {
 pub struct SeriesTrend {
     pub title: String,
     pub points: Vec<TrendPoint>,
+    /// Commits measured in the window (more than the points drawn, from summaries).
+    pub measured: usize,
     pub overlays: Overlays,
     /// How the chart maps values to heights; linear unless the reader asks for log.
     pub y_scale: YScale,
 }
 
-/// Machines' environments, loaded once per page however many series share a machine.
-pub type EnvironmentCache = HashMap<String, Vec<EnvironmentPoint>>;
-
-/// Loads the points of `series` in `window` and builds its overlays from `regressions` (the
-/// benchmark's; those of other series are ignored). Samples are read only when the chart draws
-/// each point with its spread: a thinned chart of 10,000 commits does not need them.
+/// Loads `series` in `window` and builds its overlays from `regressions` (the benchmark's;
+/// those of other series are ignored): point by point, or from the series' summaries when the
+/// window holds more commits than the chart has pixel buckets at the finest summary level.
+/// Either way what is read follows the pixels drawn, not the history.
 pub async fn load_series_trend(
     state: &AppState,
-    repo: (&str, i64),
+    repo_name: &str,
     series: &BenchmarkSeriesRow,
     window: Window,
     regressions: &[RegressionRow],
-    environments: &mut EnvironmentCache,
 ) -> AppResult<SeriesTrend> {
-    let (repo_name, repo_id) = repo;
-    let rows = state
-        .db
-        .series_points(series.id, window.last, window.until)
-        .await?;
-    let with_spread = drawn_whole(rows.len(), DEFAULT_WIDTH);
-    let points = rows
-        .iter()
-        .map(|p| {
-            let middle_half = if with_spread {
-                quartiles(&p.samples)
-            } else {
-                None
-            };
-            TrendPoint {
-                position: p.position as usize,
-                sha: p.sha.clone(),
-                value: p.value,
-                low: middle_half.map(|(q1, _)| q1),
-                high: middle_half.map(|(_, q3)| q3),
-                href: format!("/repos/{repo_name}/commits/{}", p.sha),
-                committed_at: Some(p.committed_at),
-            }
-        })
-        .collect();
-    let machine_environments = match environments.entry(series.machine.clone()) {
-        Entry::Occupied(known) => known.into_mut(),
-        Entry::Vacant(slot) => slot.insert(state.db.environments(repo_id, &series.machine).await?),
-    };
     let own: Vec<&RegressionRow> = regressions
         .iter()
         .filter(|r| r.series_id == series.id)
         .collect();
+    let buckets = pixel_buckets(DEFAULT_WIDTH) as i64;
+    let (points, measured, environments, noise) = match level_for(window.last, buckets) {
+        Some(level) => summarized_points(state, repo_name, series.id, window, level).await?,
+        None => window_points(state, repo_name, series.id, window).await?,
+    };
     Ok(SeriesTrend {
         title: format!("{} · {}", series.metric, series.machine),
+        overlays: overlays(repo_name, &points, &own, &environments, noise),
         points,
-        overlays: overlays(repo_name, &rows, &own, machine_environments),
+        measured,
         y_scale: YScale::Linear,
     })
+}
+
+/// What a chart draws of a window: its points, the commits measured, the environments of
+/// their runs, and the noise the band shows (a fraction; `None`: from the points).
+type Drawn = (Vec<TrendPoint>, usize, Vec<EnvironmentPoint>, Option<f64>);
+
+/// The window point by point. Samples are read only when the chart draws each point with its
+/// spread: a thinned chart does not need them. One point more than the window is read, for
+/// the environment the first point's run changed from.
+async fn window_points(
+    state: &AppState,
+    repo_name: &str,
+    series_id: i64,
+    window: Window,
+) -> AppResult<Drawn> {
+    let read = |with_samples| {
+        (state.db).series_window(series_id, window.last + 1, window.until, with_samples)
+    };
+    let whole_window = drawn_whole(window.last as usize, DEFAULT_WIDTH);
+    let mut rows = read(whole_window).await?;
+    let shown = rows.len().min(window.last as usize);
+    let with_spread = drawn_whole(shown, DEFAULT_WIDTH);
+    if with_spread && !whole_window {
+        // Fewer points than the window could hold: few enough to draw with their spread.
+        rows = read(true).await?;
+    }
+    let environments = rows.iter().map(|r| r.environment.clone()).collect();
+    let before_window = rows.len() - shown;
+    let points: Vec<TrendPoint> = (rows.into_iter().skip(before_window))
+        .map(|r| {
+            let p = r.point;
+            let middle_half = with_spread.then(|| quartiles(&p.samples)).flatten();
+            TrendPoint {
+                position: p.position as usize,
+                value: p.value,
+                low: middle_half.map(|(q1, _)| q1),
+                high: middle_half.map(|(_, q3)| q3),
+                href: commit_href(repo_name, &p.sha),
+                sha: p.sha,
+                committed_at: Some(p.committed_at),
+            }
+        })
+        .collect();
+    Ok((points, shown, environments, None))
+}
+
+/// The window from the series' summaries at `level`: each bucket drawn through its first,
+/// lowest, highest and last point (the chart thins them further to its pixel columns), its
+/// environments where they changed, and the band from the noise the analysis stored.
+async fn summarized_points(
+    state: &AppState,
+    repo_name: &str,
+    series_id: i64,
+    window: Window,
+    level: u8,
+) -> AppResult<Drawn> {
+    let summary = (state.db)
+        .series_summary_window(series_id, window.last, window.until, level)
+        .await?;
+    let mut points: Vec<TrendPoint> = Vec::with_capacity(summary.buckets.len() * 4);
+    let mut environments = Vec::with_capacity(summary.buckets.len() * 2);
+    let environment = |position: i64, id: i64| {
+        let (kernel, toolchain) = summary.environments.get(&id).cloned().unwrap_or_default();
+        EnvironmentPoint {
+            position,
+            kernel,
+            toolchain,
+        }
+    };
+    for bucket in &summary.buckets {
+        let mut named = [bucket.first, bucket.low, bucket.high, bucket.last];
+        named.sort_by_key(|p| p.position);
+        for (i, p) in named.iter().enumerate() {
+            if i > 0 && named[i - 1].position == p.position {
+                continue;
+            }
+            let Some((sha, time)) = summary.commits.get(&p.position) else {
+                continue;
+            };
+            points.push(TrendPoint {
+                position: p.position as usize,
+                sha: sha.clone(),
+                value: p.value,
+                low: None,
+                high: None,
+                href: commit_href(repo_name, sha),
+                committed_at: Some(*time),
+            });
+        }
+        environments.push(environment(bucket.first.position, bucket.first_environment));
+        if let Some(change) = bucket.change {
+            environments.push(environment(change.position, change.to));
+        }
+        environments.push(environment(bucket.last.position, bucket.last_environment));
+    }
+    let measured = summary.buckets.iter().map(|b| b.points as usize).sum();
+    let noise = (state.db.noise_windows(&[series_id]).await?)
+        .into_iter()
+        .find(|(_, w)| w.before_position.is_none())
+        .map_or(0.0, |(_, w)| w.model.between_commit_pct / 100.0);
+    Ok((points, measured, environments, Some(noise)))
+}
+
+fn commit_href(repo_name: &str, sha: &str) -> String {
+    format!("/repos/{repo_name}/commits/{sha}")
 }
 
 impl SeriesTrend {

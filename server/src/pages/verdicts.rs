@@ -153,7 +153,15 @@ pub async fn regression(
     Path((repo, id)): Path<(String, i64)>,
 ) -> PageResult {
     let r = load_regression(&state, &repo, id).await?;
-    let points = state.db.series_points(r.series_id, 10_000, None).await?;
+    // The commits around the change only: read down from AROUND after it, not the history.
+    let points = match r.position {
+        Some(at) => {
+            (state.db)
+                .series_points(r.series_id, 2 * AROUND + 1, Some(at + AROUND))
+                .await?
+        }
+        None => state.db.series_points(r.series_id, 10_000, None).await?,
+    };
     let at = r.position.unwrap_or(i64::MAX);
     let trend: Vec<TrendPoint> = points
         .iter()

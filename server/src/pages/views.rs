@@ -4,13 +4,15 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use kymo_core::credentials::redact_secrets;
-use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter};
+use kymo_core::db::{HistoryStatus, MachineRow, RegressionFilter, RegressionRow};
 use serde::Deserialize;
 
 use super::access::Viewer;
-use super::findings::{OpenFindings, group_open_regressions};
+use super::findings::{OpenFindings, RecentChangeView, group_open_regressions, recent_changes};
 use super::format::{change, elapsed, summary, utc, value};
-use super::summary::{SUMMARY_PAGE, SUMMARY_WINDOW, SeriesSummaryView, SummarySort, summarize};
+use super::summary::{
+    LEVEL_COMMITS, SUMMARY_PAGE, SUMMARY_WINDOW, SeriesSummaryView, SummarySort, summarize,
+};
 use super::{PageResult, RowWindow, is_htmx, render};
 use std::collections::HashMap;
 
@@ -78,6 +80,10 @@ struct RepoPage {
     next_offset: Option<i64>,
     /// The newest open regressions, and how many are open.
     open: OpenFindings,
+    /// The newest change points either way.
+    recent_changes: Vec<RecentChangeView>,
+    /// Commits at each end of the summary's window whose median is compared.
+    level_commits: usize,
     /// One page of the performance summary, its order, and where the next page starts.
     summary: Vec<SeriesSummaryView>,
     summary_rows: RowWindow,
@@ -125,17 +131,15 @@ pub async fn repository(
             statuses: c.statuses,
         })
         .collect();
-    let open = state
-        .db
-        .regressions(
-            repo.id,
-            &RegressionFilter {
-                kind: Some("regression".into()),
-                state: Some("open".into()),
-                ..RegressionFilter::default()
-            },
-        )
+    // Every active change point, both ways (at most the store's limit): the open regressions
+    // and the recent changes are two views of one read.
+    let changes = (state.db)
+        .regressions(repo.id, &RegressionFilter::default())
         .await?;
+    let open: Vec<RegressionRow> = (changes.iter())
+        .filter(|r| r.kind == "regression" && r.state == "open")
+        .cloned()
+        .collect();
     let recent = state.db.recent_values(repo.id, SUMMARY_WINDOW).await?;
     let series = state.db.series(repo.id, None, None, None).await?;
     let all = summarize(&name, series, &recent, paging.sort);
@@ -149,6 +153,8 @@ pub async fn repository(
         pulls,
         comparisons,
         open: group_open_regressions(&open),
+        recent_changes: recent_changes(&changes),
+        level_commits: LEVEL_COMMITS,
         summary,
         summary_rows,
         sort: paging.sort,

@@ -29,6 +29,7 @@ mod git_faults;
 mod git_http;
 mod grants;
 mod headers;
+mod history_pages;
 mod hostile;
 mod hostile_suites;
 mod incremental_analysis;
