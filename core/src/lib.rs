@@ -8,6 +8,7 @@ pub mod clock;
 pub mod credentials;
 pub mod db;
 pub mod format;
+pub mod interleaved;
 pub mod model;
 pub mod protocol;
 pub mod pull_request;

@@ -50,8 +50,8 @@ pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
 };
 pub use comparisons::{
-    COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS,
-    NewComparison,
+    ADAPTIVE_ROUNDS, BUDGET_SECONDS, COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin,
+    ComparisonRow, DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, NewComparison,
 };
 pub use confirmations::{
     ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,

@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::db::{
-    COMPARISON_ROUNDS, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS, NewComparison,
-    RepositoryRow,
+    ADAPTIVE_ROUNDS, BUDGET_SECONDS, COMPARISON_ROUNDS, ComparisonOrigin, ComparisonRow,
+    NewComparison, RepositoryRow,
 };
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{ApiErrorBody, TryQueued, TryRequest};
@@ -26,7 +26,7 @@ const LISTED: i64 = 100;
     responses(
         (status = 202, description = "The comparison and its job are queued", body = TryQueued),
         (status = 404, description = "No such repository", body = ApiErrorBody),
-        (status = 422, description = "Unknown commit, no merge base, bad rounds or malformed body", body = ApiErrorBody)))]
+        (status = 422, description = "Unknown commit, no merge base, bad rounds or budget, or malformed body", body = ApiErrorBody)))]
 /// Fetches the remote, resolves the head and its base (the merge base with the tracked branch
 /// unless one is given) and queues one job that measures them interleaved.
 pub async fn try_run(
@@ -36,12 +36,28 @@ pub async fn try_run(
     ApiJson(request): ApiJson<TryRequest>,
 ) -> AppResult<(StatusCode, Json<TryQueued>)> {
     let repo = state.db.repository(&repo).await?;
-    let rounds = request.rounds.unwrap_or(DEFAULT_ROUNDS);
+    let (rounds, budget_seconds) = match (request.rounds, request.budget_seconds) {
+        (Some(rounds), None) => (rounds, None),
+        (rounds, budget) => {
+            let budget = match budget {
+                Some(budget) => budget,
+                None => state.db.comparison_budget(repo.id).await?,
+            };
+            (rounds.unwrap_or(ADAPTIVE_ROUNDS), Some(budget))
+        }
+    };
     if !COMPARISON_ROUNDS.contains(&rounds) {
         return Err(AppError::BadRequest(format!(
             "{rounds} rounds: use {} to {}",
             COMPARISON_ROUNDS.start(),
             COMPARISON_ROUNDS.end()
+        )));
+    }
+    if let Some(budget) = budget_seconds.filter(|b| !BUDGET_SECONDS.contains(b)) {
+        return Err(AppError::BadRequest(format!(
+            "a budget of {budget} s: use {} s to {} s",
+            BUDGET_SECONDS.start(),
+            BUDGET_SECONDS.end()
         )));
     }
     let (head, head_id) = git::resolve_commit(&state, &repo, Some(&request.commit)).await?;
@@ -63,6 +79,7 @@ pub async fn try_run(
         head_id,
         baseline: &baseline,
         rounds,
+        budget_seconds,
         head_ref: None,
     };
     let (comparison, job) = (state.db)
