@@ -19,6 +19,18 @@ pub const ADAPTIVE_ROUNDS: i64 = 20;
 /// Budgets a comparison may be given, in seconds.
 pub const BUDGET_SECONDS: std::ops::RangeInclusive<i64> = 10..=86_400;
 
+/// Checks a comparison budget: `seconds` when within [`BUDGET_SECONDS`], else why not.
+pub fn checked_budget(seconds: i64) -> Result<i64, DbError> {
+    if BUDGET_SECONDS.contains(&seconds) {
+        return Ok(seconds);
+    }
+    Err(DbError::Invalid(format!(
+        "a budget of {seconds} s: use {} s to {} s",
+        BUDGET_SECONDS.start(),
+        BUDGET_SECONDS.end()
+    )))
+}
+
 /// A repository's budget for its try runs and pull requests until it sets one: ten minutes of
 /// rounds, enough for 20 rounds of a suite that runs for 15 seconds a side.
 pub const DEFAULT_BUDGET_SECONDS: i64 = 600;
@@ -148,13 +160,7 @@ impl Db {
         repository_id: i64,
         seconds: i64,
     ) -> Result<(), DbError> {
-        if !BUDGET_SECONDS.contains(&seconds) {
-            return Err(DbError::Invalid(format!(
-                "a budget of {seconds} s: use {} s to {} s",
-                BUDGET_SECONDS.start(),
-                BUDGET_SECONDS.end()
-            )));
-        }
+        checked_budget(seconds)?;
         let mut tx = self.begin_write().await?;
         sqlx::query!(
             "UPDATE repositories SET comparison_budget_seconds = ? WHERE id = ?",
@@ -324,13 +330,7 @@ async fn insert_comparison_row(
             COMPARISON_ROUNDS.end()
         )));
     }
-    if let Some(budget) = new.budget_seconds.filter(|b| !BUDGET_SECONDS.contains(b)) {
-        return Err(DbError::Invalid(format!(
-            "a budget of {budget} s: use {} s to {} s",
-            BUDGET_SECONDS.start(),
-            BUDGET_SECONDS.end()
-        )));
-    }
+    new.budget_seconds.map(checked_budget).transpose()?;
     let origin = new.origin.stored();
     let id = sqlx::query_scalar!(
         r#"INSERT INTO comparisons (repository_id, origin, label, base_id, head_id, baseline,

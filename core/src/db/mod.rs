@@ -51,7 +51,7 @@ pub use commit_status::{
 };
 pub use comparisons::{
     ADAPTIVE_ROUNDS, BUDGET_SECONDS, COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin,
-    ComparisonRow, DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, NewComparison,
+    ComparisonRow, DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, NewComparison, checked_budget,
 };
 pub use confirmations::{
     ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,

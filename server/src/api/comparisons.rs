@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::db::{
-    ADAPTIVE_ROUNDS, BUDGET_SECONDS, COMPARISON_ROUNDS, ComparisonOrigin, ComparisonRow,
-    NewComparison, RepositoryRow,
+    ADAPTIVE_ROUNDS, COMPARISON_ROUNDS, ComparisonOrigin, ComparisonRow, NewComparison,
+    RepositoryRow, checked_budget,
 };
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{ApiErrorBody, TryQueued, TryRequest};
@@ -53,13 +53,7 @@ pub async fn try_run(
             COMPARISON_ROUNDS.end()
         )));
     }
-    if let Some(budget) = budget_seconds.filter(|b| !BUDGET_SECONDS.contains(b)) {
-        return Err(AppError::BadRequest(format!(
-            "a budget of {budget} s: use {} s to {} s",
-            BUDGET_SECONDS.start(),
-            BUDGET_SECONDS.end()
-        )));
-    }
+    budget_seconds.map(checked_budget).transpose()?;
     let (head, head_id) = git::resolve_commit(&state, &repo, Some(&request.commit)).await?;
     let (base, base_id, baseline) = match request.base.as_deref() {
         Some(base) => {

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::credentials::redact_secrets;
-use kymo_core::db::{BUDGET_SECONDS, PullSettings, RepositoryRow};
+use kymo_core::db::{PullSettings, RepositoryRow, checked_budget};
 use kymo_core::protocol::{
     ApiErrorBody, BackfillQueued, BackfillRequest, RepositorySettingsView, RepositoryUpdate,
     StoredSuites,
@@ -143,16 +143,7 @@ pub async fn update_settings(
     let repo = state.db.repository(&repo).await?;
     // Checked before anything is stored, and stored after the credential was: a bad request
     // changes nothing.
-    if let Some(budget) = update
-        .budget_seconds
-        .filter(|b| !BUDGET_SECONDS.contains(b))
-    {
-        return Err(AppError::BadRequest(format!(
-            "budget_seconds {budget}: use {} to {}",
-            BUDGET_SECONDS.start(),
-            BUDGET_SECONDS.end()
-        )));
-    }
+    update.budget_seconds.map(checked_budget).transpose()?;
     let pulls = match (&update.fork_authors, &update.pull_comments) {
         (None, None) => None,
         (authors, comments) => {

@@ -375,15 +375,7 @@ pub(crate) fn budget_seconds(text: &str) -> Result<i64, String> {
         Err(_) => kymo_worker::config::parse_duration(text)?,
     };
     let seconds = i64::try_from(duration.as_secs()).unwrap_or(i64::MAX);
-    let range = kymo_core::db::BUDGET_SECONDS;
-    if !range.contains(&seconds) {
-        return Err(format!(
-            "a budget of {seconds} s: use {} s to {} s",
-            range.start(),
-            range.end()
-        ));
-    }
-    Ok(seconds)
+    kymo_core::db::checked_budget(seconds).map_err(|e| e.to_string())
 }
 
 pub(crate) fn client(server: &ServerArg) -> ServerClient {

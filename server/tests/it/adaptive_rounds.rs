@@ -10,13 +10,15 @@ use crate::continuous::post;
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_toml};
 use crate::try_runs::{WORK_SCRIPT, branch};
 
-/// A benchmark whose value is `work.txt`'s steps as milliseconds with ±5 % of jitter per run,
-/// taking a quarter of a second of wall time: a 1 % change cannot be told from such runs in
-/// the few rounds a 10-second budget holds (wall time only: no instruction counts).
+/// A benchmark whose value is `work.txt`'s steps as microseconds with ±10 % of random jitter
+/// per run, taking a quarter of a second of wall time: a 1 % change cannot be told from such
+/// runs in the few rounds a 10-second budget holds (wall time only: no instruction counts).
+/// The jitter comes from /dev/urandom, not from the process id: ids taken one after another
+/// would give base and head the same offset round after round, noise that is not noise.
 const LOUD_SCRIPT: &str = r#"n=$(cat work.txt)
 sleep 0.25
-jitter=$(( ($$ * 7919) % 101 - 50 ))
-echo "{\"benchmarks\":[{\"name\":\"loop\",\"metrics\":[{\"name\":\"time\",\"unit\":\"ms\",\"direction\":\"lower\",\"value\":$(( n * (1000 + jitter) / 1000000 ))}]}]}"
+jitter=$(( $(od -An -N2 -tu2 /dev/urandom) % 201 - 100 ))
+echo "{\"benchmarks\":[{\"name\":\"loop\",\"metrics\":[{\"name\":\"time\",\"unit\":\"us\",\"direction\":\"lower\",\"value\":$(( n * (1000 + jitter) / 1000 ))}]}]}"
 "#;
 
 /// `main` at 300,000 steps; `slower` 40 % more work, `docs` the same code, `one-percent` 1 %

@@ -114,7 +114,8 @@ fn time_and_throughput_found_at_one_commit_share_one_confirmation_that_runs_only
         .count();
     assert_eq!(confirms, 1, "one re-measurement for both findings");
 
-    let ran_file = cache.path().join("Sharing CPU/homes/app/ran.txt");
+    // The suite's home is the repository's (named after its mirror) and kept across jobs.
+    let ran_file = cache.path().join("Sharing CPU/homes/app.git/ran.txt");
     let ran_before = std::fs::read_to_string(&ran_file).unwrap();
     assert_eq!(run_until_empty(&machine), 1);
     let mut comparisons = Vec::new();
