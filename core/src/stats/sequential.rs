@@ -133,7 +133,7 @@ impl DifferenceScale {
         pct.clamp(-f64::MAX, f64::MAX)
     }
 
-    fn from_pct(self, pct: f64) -> f64 {
+    fn difference_of_pct(self, pct: f64) -> f64 {
         match self {
             DifferenceScale::Ratio => (pct / 100.0).ln_1p(),
             DifferenceScale::Linear(base) => pct / base.percent(1.0),
@@ -285,8 +285,8 @@ fn decide(
     }
     let band = look.equivalence_critical * look.se;
     let (upper, lower) = (
-        scale.from_pct(plan.margin_pct),
-        scale.from_pct(-plan.margin_pct),
+        scale.difference_of_pct(plan.margin_pct),
+        scale.difference_of_pct(-plan.margin_pct),
     );
     (look.mean + band < upper && look.mean - band > lower).then_some(VerdictKind::NoChange)
 }
@@ -349,10 +349,8 @@ fn describe(
 /// [`INSTRUCTIONS_FLOOR_PCT`]) is a change, decided at once; a difference within it is none.
 /// Two rounds are needed to see the spread.
 pub fn judge_work_rounds(rounds: &[(Vec<f64>, Vec<f64>)]) -> RoundsVerdict {
-    let per_round = |side: fn(&(Vec<f64>, Vec<f64>)) -> &Vec<f64>| -> Vec<f64> {
-        rounds.iter().map(|r| median(side(r))).collect()
-    };
-    let (base, head) = (per_round(|r| &r.0), per_round(|r| &r.1));
+    let base: Vec<f64> = rounds.iter().map(|(b, _)| median(b)).collect();
+    let head: Vec<f64> = rounds.iter().map(|(_, h)| median(h)).collect();
     let (b, h) = (median(&base), median(&head));
     let reference = PercentBase::new(b, h);
     let spread = (base.iter().map(|v| (v - b).abs()))
