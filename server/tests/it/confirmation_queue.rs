@@ -7,9 +7,9 @@ use kymo_core::stats::confirmation::{CONFIRMATION_BUDGET_SECONDS, CONFIRMATION_R
 use kymo_worker::{Tick, Worker};
 use serde_json::{Value, json};
 
-use crate::api::{TestApp, specs as upload_specs};
+use crate::api::TestApp;
 use crate::continuous::{post, run_until_empty, samples_at, specs, worker};
-use crate::out_of_order::change_at;
+use crate::out_of_order::{change_at, flat_history};
 use crate::support::{KymoServer, TestRepo, assert_ok, kymo_toml};
 
 /// A suite of benchmarks `b0`, `b1`, ... each printing the time samples in `bN.txt` and, for
@@ -205,25 +205,8 @@ fn a_backfill_takes_turns_with_waiting_confirmations_instead_of_waiting_for_all_
 async fn a_confirmation_whose_finding_moved_to_another_commit_is_cancelled_and_labelled_a_confirmation()
  {
     let app = TestApp::new().await;
-    let (repo, first) = app.with_repo().await;
-    let mut shas = vec![first];
-    for i in 0..4 {
-        shas.push(repo.commit(&[("f", &i.to_string())], "next"));
-    }
-    for sha in &shas {
-        let upload = json!({ "commit": sha, "specs": upload_specs(), "suites": [{ "suite": "s", "results": {
-            "benchmarks": [{ "name": "b", "metrics": [{ "name": "t", "unit": "ns", "direction": "lower", "value": 1.0 }] }] } }] });
-        let (status, answer) = app.post("/api/v1/repos/r/results", &upload).await;
-        assert!(status.is_success(), "{answer}");
-    }
+    let (_repo, series, commits) = flat_history(&app).await;
     let db = &app.state.db;
-    let repository = db.repository("r").await.unwrap();
-    let series = db.series(repository.id, None, None, None).await.unwrap()[0].id;
-    let mut commits = Vec::new();
-    for sha in &shas {
-        let row = db.commit(repository.id, sha).await.unwrap();
-        commits.push((row.id, row.position.unwrap()));
-    }
     let at = |i: usize| kymo_core::db::FoundChange {
         previous_id: Some(commits[i - 1].0),
         ..change_at(commits[i].0, commits[i].1)
