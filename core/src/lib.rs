@@ -9,6 +9,7 @@ pub mod credentials;
 pub mod db;
 pub mod failure_cause;
 pub mod format;
+pub mod interleaved;
 pub mod model;
 pub mod protocol;
 pub mod pull_request;

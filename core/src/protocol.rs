@@ -105,6 +105,10 @@ pub struct RepositoryUpdate {
     /// announced as soon as it is found.
     #[serde(default)]
     pub confirm: Option<bool>,
+    /// Seconds the rounds of a try run or pull request may take (10-86400): they stop
+    /// sooner once every benchmark is decided.
+    #[serde(default)]
+    pub budget_seconds: Option<i64>,
 }
 
 /// A repository's settings as the API shows them: secrets are never part of it.
@@ -120,6 +124,8 @@ pub struct RepositorySettingsView {
     pub pulls: crate::db::PullSettings,
     /// Whether changes are confirmed (measured again) before they are announced.
     pub confirm: bool,
+    /// Seconds the rounds of a try run or pull request may take.
+    pub budget_seconds: i64,
 }
 
 /// `POST /api/v1/repos/{repo}/runs`
@@ -218,13 +224,18 @@ fn network_allowed() -> bool {
     true
 }
 
-/// A comparison job: measure `base` and the job's commit alternately, base first, `rounds`
-/// times each, on this one machine.
+/// A comparison job: measure `base` and the job's commit alternately, base first, on this one
+/// machine: `rounds` times each, or, with a budget, until every benchmark is decided (see
+/// [`crate::interleaved`]), the budget is spent, or `rounds` rounds ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ComparisonSpec {
     pub base: CommitSha,
     pub rounds: u32,
+    /// Seconds the rounds may take (builds aside): present, the comparison is adaptive and
+    /// `rounds` is its most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_seconds: Option<u32>,
     /// Where to fetch the head from when no branch holds it (a pull request from a fork).
     #[serde(default)]
     pub head_ref: Option<String>,
@@ -248,6 +259,27 @@ pub struct SuiteSelection {
 /// The environment variable that names the benchmarks a suite's command need run, one per
 /// line, when a comparison measures only some (`kymo kernels` reads it; others may).
 pub const ONLY_BENCHMARKS_ENV: &str = "KYMO_ONLY_BENCHMARKS";
+
+/// The same benchmarks as one regular expression that matches exactly their names, for a
+/// harness that filters by pattern: `cargo bench -- "$KYMO_BENCH_FILTER"` runs only them under
+/// criterion (which matches its `group/function/value` ids), and everything when it is unset.
+pub const BENCH_FILTER_ENV: &str = "KYMO_BENCH_FILTER";
+
+/// The pattern of [`BENCH_FILTER_ENV`]: `^(name|name)$`, each name's regex syntax escaped (a
+/// plain group, so that POSIX extended expressions read it as Rust's regex crate does).
+pub fn bench_filter(names: &[String]) -> String {
+    let escaped: Vec<String> = (names.iter())
+        .map(|name| {
+            name.chars()
+                .flat_map(|c| {
+                    let special = "\\.+*?()|[]{}^$#&-~".contains(c);
+                    special.then_some('\\').into_iter().chain([c])
+                })
+                .collect()
+        })
+        .collect();
+    format!("^({})$", escaped.join("|"))
+}
 
 impl SuiteSelection {
     /// Adds `other` to a selection: a suite selected twice runs the benchmarks of both, or
@@ -299,9 +331,14 @@ pub struct TryRequest {
     /// The baseline: a commit-ish; the merge base with the tracked branch when absent.
     #[serde(default)]
     pub base: Option<String>,
-    /// Alternations of base and head (1-20; 3 when absent).
+    /// Alternations of base and head (1-20). Given without a budget: exactly that many.
+    /// Otherwise the comparison is adaptive: rounds until every benchmark is decided, the
+    /// budget is spent, or this many (20 when absent) ran.
     #[serde(default)]
     pub rounds: Option<i64>,
+    /// Seconds the rounds may take (10-86400); the repository's budget when absent.
+    #[serde(default)]
+    pub budget_seconds: Option<i64>,
 }
 
 /// The answer to a try request.
@@ -414,7 +451,16 @@ pub fn log_tail(text: &str, max: usize) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::{SuiteSelection, log_tail};
+    use super::{SuiteSelection, bench_filter, log_tail};
+
+    #[test]
+    fn the_bench_filter_matches_exactly_the_names_with_regex_syntax_escaped() {
+        let names = ["encode/16KiB".to_owned(), "a.b+(c)|d$".to_owned()];
+        assert_eq!(
+            bench_filter(&names),
+            "^(encode/16KiB|a\\.b\\+\\(c\\)\\|d\\$)$"
+        );
+    }
 
     fn select(suite: &str, benchmarks: &[&str]) -> SuiteSelection {
         SuiteSelection {

@@ -2,7 +2,7 @@
 //! range was wide) is announced only once it is confirmed. Instruction counts that moved with
 //! the time confirm it at once; otherwise the suspect and the last commit of the old level are
 //! measured again, alternately, on the machine that found the change, by the comparison job
-//! that try runs and pull requests use (rounds added while the verdict is undecided, up to a
+//! that try runs and pull requests use (adaptive: rounds until the change is decided, up to a
 //! bound). A change that does not show again is refuted: closed as a false positive, never
 //! alerted, and kept on its page with what was re-run and what it found.
 //!
@@ -15,13 +15,13 @@ use kymo_core::model::Direction;
 use kymo_core::protocol::ComparedRound;
 use kymo_core::stats::VerdictKind;
 use kymo_core::stats::confirmation::{
-    CONFIRMATION_ROUNDS, Outcome, instructions_evidence, instructions_tolerance_pct,
-    judge_remeasurement,
+    CONFIRMATION_BUDGET_SECONDS, CONFIRMATION_ROUNDS, Outcome, instructions_evidence,
+    instructions_tolerance_pct, judge_remeasurement,
 };
 
 use crate::compare::CompareRow;
 use crate::error::{AppError, AppResult};
-use crate::interleaved::judge_rounds;
+use crate::interleaved::{judge_rounds, plan_of};
 use crate::state::AppState;
 
 /// How long a confirmation waits for its machine to take the job before the change is
@@ -108,9 +108,18 @@ async fn start(state: &AppState, target: &ConfirmationTarget) -> AppResult<bool>
     } else {
         "instruction counts did not change: a change of time alone is measured again"
     };
-    let rounds = CONFIRMATION_ROUNDS[0];
-    let (comparison, measured) =
-        (db.start_confirmation(target, base, rounds, note, state.leases, state.now())).await?;
+    let (rounds, budget) = (CONFIRMATION_ROUNDS, CONFIRMATION_BUDGET_SECONDS);
+    let (comparison, measured) = db
+        .start_confirmation(
+            target,
+            base,
+            rounds,
+            budget,
+            note,
+            state.leases,
+            state.now(),
+        )
+        .await?;
     tracing::info!(
         regression = target.regression_id,
         comparison,
@@ -165,14 +174,11 @@ pub async fn comparison_measured(state: &AppState, comparison_id: i64) -> AppRes
     if pending.is_empty() {
         return Ok(());
     }
-    let mut rounds = Vec::new();
-    for id in [pending[0].earlier_comparison_id, Some(comparison_id)]
-        .into_iter()
-        .flatten()
-    {
-        rounds.extend(stored_rounds(state, id).await?);
-    }
-    let rows = judge_rounds(&rounds, "");
+    let rounds = stored_rounds(state, comparison_id).await?;
+    let Some((most, budget)) = state.db.comparison_plan(comparison_id).await? else {
+        return Ok(());
+    };
+    let rows = judge_rounds(&rounds, "", &plan_of(most, budget));
     let mut confirmed = Vec::new();
     for p in &pending {
         if judge(state, p, &rows, rounds.len() as i64).await? {
@@ -218,14 +224,14 @@ async fn judge(
     let measured = Some((v.change_pct, v.p_value, rounds_run));
     let found = format!(
         "{rounds_run} interleaved rounds measured {:+.1} % (interval {:+.1} % to {:+.1} %, \
-         p = {}, threshold ±{:.1} %)",
+         p = {}; {})",
         v.change_pct,
         v.ci_low_pct,
         v.ci_high_pct,
         v.p_value.map_or("n/a".to_owned(), |p| format!("{p:.2e}")),
-        v.threshold_pct.abs()
+        v.note
     );
-    match judge_remeasurement(expected, v.kind, rounds_run) {
+    match judge_remeasurement(expected, v.kind) {
         Outcome::Confirmed => {
             let note = format!("{found}: the same {}, confirmed", target.kind);
             decide(state, &target, "confirmed", "interleaved", measured, &note).await?;
@@ -237,23 +243,9 @@ async fn judge(
             Ok(false)
         }
         Outcome::NotSignificant => {
-            let note = format!("{found}: still not significant, so not confirmed");
+            let note =
+                format!("{found}: neither significant nor within the margin, so not confirmed");
             decide(state, &target, "refuted", "interleaved", measured, &note).await?;
-            Ok(false)
-        }
-        Outcome::MoreRounds(more) => {
-            let Some(base) = target.previous_id else {
-                return Ok(false);
-            };
-            let comparison = (state.db)
-                .escalate_confirmation(&target, base, rounds_run, more, state.leases, state.now())
-                .await?;
-            tracing::info!(
-                regression = target.regression_id,
-                comparison,
-                more,
-                "confirmation undecided: measuring more rounds"
-            );
             Ok(false)
         }
     }

@@ -1,19 +1,19 @@
 //! The verdict of a comparison run: a head and its base measured alternately on one machine.
 //!
-//! Each benchmark × metric the two sides share is judged by the per-commit test of the
-//! compare page, with every sample of every round on each side. The noise the test needs
-//! (how much two runs of the same code differ) is measured from the rounds themselves: the
-//! base's runs, and the head's scaled to the base's level, in the order they ran. They are
-//! runs of the same code on the same machine minutes apart, which is what the verdict asks
-//! about; the tracked branch's history, measured days apart and maybe elsewhere, is not used.
-
-use std::collections::BTreeMap;
+//! Each benchmark × metric the two sides share is judged by the sequential test of
+//! [`kymo_core::stats::sequential`] on the rounds themselves: each round's head/base ratio
+//! carries the change and how much two runs minutes apart differ on this machine, so the
+//! noise comes from this job, not from the tracked branch's history measured days earlier
+//! and maybe elsewhere. An adaptive comparison (with a budget) was looked at after some rounds
+//! by its worker, which stopped running what was decided; the same function judges its stored
+//! rounds here, so the verdict shown is the one the worker stopped on. Instruction counts are
+//! judged by whether they repeat.
 
 use kymo_core::db::{ComparisonRow, MeasuredBy, RepositoryRow};
-use kymo_core::model::Direction;
-use kymo_core::protocol::{ComparedRound, SuiteUpload};
+use kymo_core::interleaved::judge_comparison;
+use kymo_core::protocol::ComparedRound;
 use kymo_core::results::validate_suites;
-use kymo_core::stats::{CommitObservation, Sensitivity, compare, noise_model};
+use kymo_core::stats::sequential::SequentialPlan;
 use serde::Serialize;
 
 use crate::compare::{CompareReport, CompareRow, summarise};
@@ -27,26 +27,38 @@ pub struct ComparisonView {
     /// Both sides were measured alternately on one machine by a kymo worker; false for a
     /// pull request measured in CI (`comparison.measured` says how).
     pub interleaved: bool,
-    /// Rounds measured (each: every suite of the base, then every suite of the head).
+    /// Rounds measured (each: every suite of the base, then every suite of the head; after
+    /// the first looks of an adaptive comparison, only its undecided benchmarks).
     pub rounds_run: usize,
     pub report: Option<CompareReport>,
 }
 
-/// How many times the run-to-run noise a change must exceed (the compare page uses 4 against a
-/// history's noise). Both sides ran under the same conditions in one job and the noise is
-/// measured in that job, so the estimate is the right scale and its uncertainty is already in
-/// the upper confidence bound taken of it; false alarms are held down by the test's alpha.
-/// `scripts/pr-verdict-power.sh` measures what this gives on a machine.
-const INTERLEAVED_NOISE_MULTIPLIER: f64 = 2.0;
+/// How a comparison's rounds are judged: sequentially up to its most rounds when it has a
+/// budget, once after exactly its rounds otherwise.
+pub fn plan_of(rounds: i64, budget_seconds: Option<i64>) -> SequentialPlan {
+    let rounds = rounds.max(1) as usize;
+    match budget_seconds {
+        Some(_) => SequentialPlan::adaptive(rounds),
+        None => SequentialPlan::fixed(rounds),
+    }
+}
 
-/// Checks a worker's rounds before they are stored: as many as were asked for, each side's
-/// suites valid as a run's are.
-pub fn validate_rounds(rounds: &[ComparedRound], asked: i64) -> Result<(), String> {
-    if rounds.len() as i64 != asked {
-        return Err(format!(
-            "{} rounds were sent; {asked} were asked for",
-            rounds.len()
-        ));
+/// Checks a worker's rounds before they are stored: as many as were asked for (an adaptive
+/// comparison may stop sooner, never later), each side's suites valid as a run's are.
+pub fn validate_rounds(rounds: &[ComparedRound], asked: i64, adaptive: bool) -> Result<(), String> {
+    let count = rounds.len() as i64;
+    let fits = if adaptive {
+        (1..=asked).contains(&count)
+    } else {
+        count == asked
+    };
+    if !fits {
+        let expected = if adaptive {
+            format!("1 to {asked} were allowed")
+        } else {
+            format!("{asked} were asked for")
+        };
+        return Err(format!("{count} rounds were sent; {expected}"));
     }
     for (index, round) in rounds.iter().enumerate() {
         for (side, suites) in [("base", &round.base), ("head", &round.head)] {
@@ -56,113 +68,22 @@ pub fn validate_rounds(rounds: &[ComparedRound], asked: i64) -> Result<(), Strin
     Ok(())
 }
 
-/// One benchmark × metric of one side: what it is and what each round measured.
-#[derive(Debug, Default)]
-struct SideSeries {
-    unit: String,
-    direction: String,
-    /// Per round, the samples (or the single value) of that round's run.
-    rounds: Vec<Vec<f64>>,
-}
-
-fn by_metric<'a>(
-    rounds: impl Iterator<Item = &'a [SuiteUpload]>,
-) -> BTreeMap<(String, String), SideSeries> {
-    let mut out: BTreeMap<(String, String), SideSeries> = BTreeMap::new();
-    for suites in rounds {
-        for bench in suites.iter().flat_map(|s| &s.results.benchmarks) {
-            for metric in &bench.metrics {
-                let entry = out.entry((bench.key(), metric.name.clone())).or_default();
-                entry.unit.clone_from(&metric.unit);
-                entry.direction = metric.direction.as_str().to_owned();
-                entry.rounds.push(if metric.samples.is_empty() {
-                    vec![metric.value]
-                } else {
-                    metric.samples.clone()
-                });
-            }
-        }
-    }
-    out
-}
-
-fn median(values: &[f64]) -> f64 {
-    kymo_core::results::median(values).unwrap_or(f64::NAN)
-}
-
-/// Judges every benchmark × metric both sides measured, on `machine`. Pure.
-pub fn judge_rounds(rounds: &[ComparedRound], machine: &str) -> Vec<CompareRow> {
-    let base = by_metric(rounds.iter().map(|r| r.base.as_slice()));
-    let head = by_metric(rounds.iter().map(|r| r.head.as_slice()));
-    let sensitivity = Sensitivity {
-        noise_multiplier: INTERLEAVED_NOISE_MULTIPLIER,
-        ..Sensitivity::default()
-    };
-    let mut rows = Vec::new();
-    for (key, b) in &base {
-        let Some(h) = head.get(key) else { continue };
-        let base_all: Vec<f64> = b.rounds.concat();
-        let head_all: Vec<f64> = h.rounds.concat();
-        let direction = Direction::parse(&h.direction).unwrap_or(Direction::Lower);
-        let noise = noise_model(&round_observations(&b.rounds, &h.rounds));
-        let mut verdict = compare(&base_all, &head_all, direction, &noise, &sensitivity);
-        verdict.note = rounds_note(&verdict.note, rounds.len());
-        rows.push(CompareRow {
-            benchmark: key.0.clone(),
-            metric: key.1.clone(),
-            unit: h.unit.clone(),
-            direction: h.direction.clone(),
+/// Judges every benchmark × metric both sides measured, on `machine`, by `plan`. Pure.
+pub fn judge_rounds(
+    rounds: &[ComparedRound],
+    machine: &str,
+    plan: &SequentialPlan,
+) -> Vec<CompareRow> {
+    (judge_comparison(rounds, plan, true).into_iter())
+        .map(|m| CompareRow {
+            benchmark: m.benchmark,
+            metric: m.metric,
+            unit: m.unit,
+            direction: m.direction.as_str().to_owned(),
             machine: machine.to_owned(),
-            verdict,
-        });
-    }
-    rows
-}
-
-/// A verdict's note in the words of a comparison: its noise comes from the rounds it ran
-/// (each side's runs, in order), not from a history of commits, so "short history (5
-/// commit-to-commit changes)" said of a repository with 23 measured commits was wrong twice.
-fn rounds_note(note: &str, rounds: usize) -> String {
-    let Some(rest) = note.strip_prefix("short history (") else {
-        return note.to_owned();
-    };
-    let after = rest.split_once("):").map_or("", |(_, after)| after);
-    let after = after.replace("the history's", "the runs'").replace(
-        "the history is too short to tell it from noise: more history, or an interleaved \
-             re-measure (`kymo try`), decides",
-        "too few runs to tell it from noise: more rounds (`--rounds`) decide",
-    );
-    format!(
-        "noise measured from this comparison's {} runs ({rounds} of each side, interleaved):{after}",
-        2 * rounds
-    )
-}
-
-/// The runs of the same code, in the order they ran: each base round, then each head round
-/// scaled by base/head (the change under test taken out), so that what varies between them
-/// is only how much runs of one piece of code differ on this machine during this job.
-fn round_observations(base: &[Vec<f64>], head: &[Vec<f64>]) -> Vec<CommitObservation> {
-    let base_level = median(&base.iter().map(|r| median(r)).collect::<Vec<_>>());
-    let head_level = median(&head.iter().map(|r| median(r)).collect::<Vec<_>>());
-    let scale = if head_level != 0.0 && (base_level / head_level).is_finite() {
-        base_level / head_level
-    } else {
-        1.0
-    };
-    let mut observations = Vec::with_capacity(base.len() + head.len());
-    for i in 0..base.len().max(head.len()) {
-        if let Some(b) = base.get(i) {
-            observations.push(CommitObservation::from_samples(
-                observations.len(),
-                b.clone(),
-            ));
-        }
-        if let Some(h) = head.get(i) {
-            let scaled = h.iter().map(|v| v * scale).collect();
-            observations.push(CommitObservation::from_samples(observations.len(), scaled));
-        }
-    }
-    observations
+            verdict: m.judged.verdict,
+        })
+        .collect()
 }
 
 /// A comparison and, once its rounds are in, their verdict.
@@ -189,14 +110,15 @@ pub async fn comparison_view(
             crate::pulls::ci_verdict::judge_uploaded(state, repo, &comparison, round).await?,
             format!("{}, measured in CI", comparison.baseline),
         ),
-        _ => (
-            judge_rounds(&rounds, &machine),
-            format!(
+        _ => {
+            let plan = plan_of(comparison.rounds, comparison.budget_seconds);
+            let label = format!(
                 "{}, interleaved over {} rounds",
                 comparison.baseline,
                 rounds.len()
-            ),
-        ),
+            );
+            (judge_rounds(&rounds, &machine, &plan), label)
+        }
     };
     let report = summarise(
         repo,
@@ -215,6 +137,8 @@ pub async fn comparison_view(
 
 #[cfg(test)]
 mod tests {
+    use kymo_core::model::Direction;
+    use kymo_core::protocol::SuiteUpload;
     use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
     use kymo_core::stats::VerdictKind;
 
@@ -231,7 +155,7 @@ mod tests {
                         name: "time".into(),
                         unit: "ns".into(),
                         direction: Direction::Lower,
-                        value: median(samples),
+                        value: samples[2],
                         samples: samples.to_vec(),
                         hdr: None,
                     }],
@@ -246,10 +170,11 @@ mod tests {
             .map(|i| {
                 let d = 1.0 + drift * i as f64;
                 let wobble = [0.99, 1.0, 1.01, 1.005, 0.995];
-                let side = |level: f64| suite(&wobble.map(|w| level * d * w));
+                let jitter = 1.0 + 0.01 * (i % 2) as f64;
+                let side = |level: f64, j: f64| suite(&wobble.map(|w| level * d * w * j));
                 ComparedRound {
-                    base: side(base),
-                    head: side(head),
+                    base: side(base, 1.0),
+                    head: side(head, jitter),
                 }
             })
             .collect()
@@ -257,7 +182,8 @@ mod tests {
 
     #[test]
     fn a_head_thirty_percent_slower_is_a_regression_and_the_same_code_is_not() {
-        let slower = judge_rounds(&rounds(100.0, 130.0, 0.02), "m");
+        let plan = plan_of(3, None);
+        let slower = judge_rounds(&rounds(100.0, 130.0, 0.02), "m", &plan);
         assert_eq!(slower.len(), 1);
         assert_eq!(
             slower[0].verdict.kind,
@@ -265,30 +191,21 @@ mod tests {
             "{slower:?}"
         );
         assert!((slower[0].verdict.change_pct - 30.0).abs() < 1.0);
-        let same = judge_rounds(&rounds(100.0, 100.0, 0.02), "m");
-        assert_eq!(same[0].verdict.kind, VerdictKind::NoChange, "{same:?}");
+        let same = judge_rounds(&rounds(100.0, 100.0, 0.02), "m", &plan);
+        assert_ne!(same[0].verdict.kind, VerdictKind::Regression, "{same:?}");
+        assert!(same[0].verdict.detectable_pct.is_some(), "{same:?}");
     }
 
     #[test]
-    fn the_note_speaks_of_the_comparisons_runs_not_of_a_commit_history() {
-        let rows = judge_rounds(&rounds(100.0, 100.4, 0.0), "m");
+    fn the_note_speaks_of_the_comparisons_rounds_not_of_a_commit_history() {
+        // `kymo try` once said "short history (5 commit-to-commit changes)" of a repository
+        // with 23 measured commits: a comparison's noise comes from its own rounds.
+        let rows = judge_rounds(&rounds(100.0, 100.4, 0.0), "m", &plan_of(3, None));
         let note = &rows[0].verdict.note;
-        assert!(!note.contains("commit-to-commit"), "{note}");
         assert!(
-            note.starts_with("noise measured from this comparison's 6 runs (3 of each side"),
+            !note.contains("commit-to-commit") && !note.contains("short history"),
             "{note}"
         );
-        let undecided = "short history (5 commit-to-commit changes): the threshold uses the \
-                         noise at its upper confidence bound; the change is larger than that \
-                         noise and significant, but the history is too short to tell it from \
-                         noise: more history, or an interleaved re-measure (`kymo try`), decides";
-        let said = rounds_note(undecided, 3);
-        assert!(
-            said.ends_with("too few runs to tell it from noise: more rounds (`--rounds`) decide"),
-            "{said}"
-        );
-        assert_eq!(rounds_note("", 3), "");
-        assert_eq!(rounds_note("no history yet: x", 1), "no history yet: x");
     }
 
     #[test]
@@ -297,20 +214,33 @@ mod tests {
         for round in &mut rounds {
             round.head[0].results.benchmarks[0].name = "renamed".into();
         }
-        assert!(judge_rounds(&rounds, "m").is_empty());
+        assert!(judge_rounds(&rounds, "m", &plan_of(3, None)).is_empty());
     }
 
     #[test]
     fn rounds_are_refused_when_their_count_or_contents_are_wrong() {
         let good = rounds(100.0, 100.0, 0.0);
-        assert!(validate_rounds(&good, 3).is_ok());
-        assert!(validate_rounds(&good, 2).unwrap_err().contains("3 rounds"));
+        assert!(validate_rounds(&good, 3, false).is_ok());
+        assert!(
+            validate_rounds(&good, 2, false)
+                .unwrap_err()
+                .contains("3 rounds")
+        );
+        // An adaptive comparison may stop before its most rounds, never after.
+        assert!(validate_rounds(&good, 20, true).is_ok());
+        let error = validate_rounds(&good, 2, true).unwrap_err();
+        assert!(error.contains("1 to 2"), "{error}");
+        assert!(validate_rounds(&[], 20, true).is_err());
         let mut empty = good.clone();
         empty[1].head.clear();
-        let error = validate_rounds(&empty, 3).unwrap_err();
+        let error = validate_rounds(&empty, 3, false).unwrap_err();
         assert!(error.starts_with("round 2, head"), "{error}");
         let mut nan = good;
         nan[0].base[0].results.benchmarks[0].metrics[0].value = f64::NAN;
-        assert!(validate_rounds(&nan, 3).unwrap_err().contains("finite"));
+        assert!(
+            validate_rounds(&nan, 3, false)
+                .unwrap_err()
+                .contains("finite")
+        );
     }
 }

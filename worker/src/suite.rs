@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use kymo_core::format::{FormatName, parse_criterion_dir, parse_output};
-use kymo_core::protocol::{ONLY_BENCHMARKS_ENV, SuiteUpload};
+use kymo_core::protocol::{BENCH_FILTER_ENV, ONLY_BENCHMARKS_ENV, SuiteUpload, bench_filter};
 use kymo_core::results::{SuiteResults, median};
 
 use crate::build_env::{BuildSettings, apply_build_settings, set_variable};
@@ -53,7 +53,7 @@ pub struct SuiteContext<'a> {
     /// Told what the suite is doing, for the queue page.
     pub progress: &'a dyn Fn(String),
     /// The benchmarks a comparison needs of this suite, named to its command in
-    /// [`ONLY_BENCHMARKS_ENV`]; empty: all of them.
+    /// [`ONLY_BENCHMARKS_ENV`] and [`BENCH_FILTER_ENV`]; empty: all of them.
     pub only_benchmarks: &'a [String],
 }
 
@@ -103,6 +103,10 @@ fn run_step(
         env.push((
             ONLY_BENCHMARKS_ENV.to_owned(),
             ctx.only_benchmarks.join("\n"),
+        ));
+        env.push((
+            BENCH_FILTER_ENV.to_owned(),
+            bench_filter(ctx.only_benchmarks),
         ));
     }
     let step = Step {

@@ -8,9 +8,32 @@ use super::{Db, DbError};
 /// Fewest and most rounds of base/head a comparison may ask for.
 pub const COMPARISON_ROUNDS: std::ops::RangeInclusive<i64> = 1..=20;
 
-/// Rounds when nobody says: three alternations are enough for drift to fall on both sides,
-/// and give the verdict three runs of each side to measure run-to-run noise with.
+/// Rounds of a fixed comparison when nobody says: three alternations are enough for drift to
+/// fall on both sides, and give the verdict three runs of each side to measure noise with.
 pub const DEFAULT_ROUNDS: i64 = 3;
+
+/// Most rounds of an adaptive comparison: the horizon its sequential test spends its error
+/// rate over (see `kymo_core::stats::sequential`).
+pub const ADAPTIVE_ROUNDS: i64 = 20;
+
+/// Budgets a comparison may be given, in seconds.
+pub const BUDGET_SECONDS: std::ops::RangeInclusive<i64> = 10..=86_400;
+
+/// Checks a comparison budget: `seconds` when within [`BUDGET_SECONDS`], else why not.
+pub fn checked_budget(seconds: i64) -> Result<i64, DbError> {
+    if BUDGET_SECONDS.contains(&seconds) {
+        return Ok(seconds);
+    }
+    Err(DbError::Invalid(format!(
+        "a budget of {seconds} s: use {} s to {} s",
+        BUDGET_SECONDS.start(),
+        BUDGET_SECONDS.end()
+    )))
+}
+
+/// A repository's budget for its try runs and pull requests until it sets one: ten minutes of
+/// rounds, enough for 20 rounds of a suite that runs for 15 seconds a side.
+pub const DEFAULT_BUDGET_SECONDS: i64 = 600;
 
 /// Where a comparison came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +57,8 @@ impl ComparisonOrigin {
 
     /// What the `origin` column holds. Its CHECK predates confirmations, and SQLite cannot
     /// widen a CHECK without rebuilding the table, which jobs cascade from: a confirmation's
-    /// comparison is stored as `try`, and reads tell it apart by its confirmation row.
+    /// comparison is stored as `try`, and reads tell it apart by its job's reason (`confirm`)
+    /// or its confirmation row (a moved finding's confirmation row is gone, its job is not).
     fn stored(self) -> &'static str {
         match self {
             ComparisonOrigin::Confirm => ComparisonOrigin::Try.as_str(),
@@ -62,6 +86,8 @@ pub struct NewComparison<'a> {
     /// How the base was chosen, for the reader: `merge-base of main`, `--base v1.2`.
     pub baseline: &'a str,
     pub rounds: i64,
+    /// Seconds its rounds may take: adaptive, `rounds` at most; `None`: exactly `rounds`.
+    pub budget_seconds: Option<i64>,
     /// `refs/pull/N/head` (or GitLab's `refs/merge-requests/N/head`) for a head from a fork.
     pub head_ref: Option<&'a str>,
 }
@@ -77,7 +103,11 @@ pub struct ComparisonRow {
     pub base: String,
     pub head: String,
     pub baseline: String,
+    /// Rounds asked for; of an adaptive comparison, the most it may run.
     pub rounds: i64,
+    /// Seconds its rounds may take when it is adaptive (stops once every benchmark is
+    /// decided); `None`: it runs exactly `rounds` rounds.
+    pub budget_seconds: Option<i64>,
     /// queued, running, succeeded, failed or cancelled.
     pub state: String,
     /// What the running job is doing, as its worker last said.
@@ -126,6 +156,7 @@ pub struct ComparisonJob {
     pub comparison_id: i64,
     pub base_sha: String,
     pub rounds: i64,
+    pub budget_seconds: Option<i64>,
 }
 
 impl Db {
@@ -141,6 +172,36 @@ impl Db {
         let ids = insert_comparison(&mut tx, new, None, settings, now).await?;
         tx.commit().await?;
         Ok(ids)
+    }
+
+    /// How long the rounds of a repository's try runs and pull requests may take, in seconds.
+    pub async fn comparison_budget(&self, repository_id: i64) -> Result<i64, DbError> {
+        sqlx::query_scalar!(
+            "SELECT comparison_budget_seconds FROM repositories WHERE id = ?",
+            repository_id
+        )
+        .fetch_optional(&self.reader)
+        .await?
+        .ok_or_else(|| DbError::NotFound(format!("repository {repository_id}")))
+    }
+
+    /// Sets that budget ([`BUDGET_SECONDS`]; anything else is refused and changes nothing).
+    pub async fn set_comparison_budget(
+        &self,
+        repository_id: i64,
+        seconds: i64,
+    ) -> Result<(), DbError> {
+        checked_budget(seconds)?;
+        let mut tx = self.begin_write().await?;
+        sqlx::query!(
+            "UPDATE repositories SET comparison_budget_seconds = ? WHERE id = ?",
+            seconds,
+            repository_id
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// One comparison of a repository.
@@ -169,10 +230,10 @@ impl Db {
         Ok(sqlx::query_as!(
             ComparisonRow,
             r#"SELECT k.id, r.name AS repository,
-                      CASE WHEN EXISTS (SELECT 1 FROM confirmations f
+                      CASE WHEN j.reason = 'confirm' OR EXISTS (SELECT 1 FROM confirmations f
                                         WHERE f.comparison_id = k.id OR f.earlier_comparison_id = k.id)
                            THEN 'confirm' ELSE k.origin END AS "origin!: String", k.label, b.sha AS base, h.sha AS head,
-                      k.baseline, k.rounds,
+                      k.baseline, k.rounds, k.budget_seconds,
                       coalesce(j.state, CASE WHEN k.results IS NOT NULL THEN 'succeeded' ELSE 'cancelled' END)
                           AS "state!: String",
                       j.phase, j.error, m.fingerprint AS "machine?", k.created_at, k.finished_at,
@@ -201,11 +262,22 @@ impl Db {
         )
     }
 
+    /// A comparison's most rounds and budget (see [`NewComparison`]); `None` for an unknown id.
+    pub async fn comparison_plan(&self, id: i64) -> Result<Option<(i64, Option<i64>)>, DbError> {
+        Ok(sqlx::query!(
+            "SELECT rounds, budget_seconds FROM comparisons WHERE id = ?",
+            id
+        )
+        .fetch_optional(&self.reader)
+        .await?
+        .map(|k| (k.rounds, k.budget_seconds)))
+    }
+
     /// The comparison a job measures, if it measures one.
     pub async fn job_comparison(&self, job_id: i64) -> Result<Option<ComparisonJob>, DbError> {
         Ok(sqlx::query_as!(
             ComparisonJob,
-            r#"SELECT k.id AS comparison_id, b.sha AS base_sha, k.rounds
+            r#"SELECT k.id AS comparison_id, b.sha AS base_sha, k.rounds, k.budget_seconds
                FROM jobs j JOIN comparisons k ON k.id = j.comparison_id
                            JOIN commits b ON b.id = k.base_id
                WHERE j.id = ?"#,
@@ -292,11 +364,12 @@ async fn insert_comparison_row(
             COMPARISON_ROUNDS.end()
         )));
     }
+    new.budget_seconds.map(checked_budget).transpose()?;
     let origin = new.origin.stored();
     let id = sqlx::query_scalar!(
         r#"INSERT INTO comparisons (repository_id, origin, label, base_id, head_id, baseline,
-                                    rounds, created_at, pull_request_id, head_ref)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
+                                    rounds, created_at, pull_request_id, head_ref, budget_seconds)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!" "#,
         new.repository_id,
         origin,
         new.label,
@@ -306,7 +379,8 @@ async fn insert_comparison_row(
         new.rounds,
         now,
         pull_request_id,
-        new.head_ref
+        new.head_ref,
+        new.budget_seconds
     )
     .fetch_one(&mut **tx)
     .await?;

@@ -1,9 +1,10 @@
 //! Confirmations: a change point measured again before it is announced. The re-measurement is
 //! a comparison job (base: the last commit of the old level, head: the suspect) pinned to the
 //! machine that found the change. It measures only what its change points need: their suites,
-//! and of those their benchmarks (see [`SuiteSelection`]). Change points of the same commit
-//! pair on that machine share one comparison, widened to measure each of them while no worker
-//! has claimed it.
+//! and of those their benchmarks (see [`SuiteSelection`]), and only until they are decided (it
+//! is adaptive). Change points of the same commit pair on that machine share one comparison,
+//! widened to measure each of them while no worker has claimed it; one that moves to another
+//! commit gives its place in the queue up.
 
 use super::comparisons::{NewComparison, insert_comparison_on};
 use super::jobs::LeaseSettings;
@@ -194,27 +195,32 @@ impl Db {
         .await?)
     }
 
-    /// Starts confirming a change point by re-measuring `base` and `head` on its machine: the
-    /// latest confirmation comparison of that pair there is shared (measured already, or still
-    /// waiting, with the earlier one it escalated from), else one of `rounds` is queued.
-    /// Returns the comparison's id and whether its rounds are in already.
+    /// Starts confirming a change point by re-measuring `base` and `head` on its machine, in
+    /// the comparison every finding of that pair there shares: the latest one that measures
+    /// (or will measure) its benchmark, measured already or not, else one not yet claimed,
+    /// widened to measure it too, else a new adaptive one of at most `rounds` rounds within
+    /// `budget_seconds`. Returns the comparison's id and whether its rounds are in already.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the confirmation, its pair, its plan, the lease settings and the clock"
+    )]
     pub async fn start_confirmation(
         &self,
         target: &ConfirmationTarget,
         base_id: i64,
         rounds: i64,
+        budget_seconds: i64,
         note: &str,
         settings: LeaseSettings,
         now: i64,
     ) -> Result<(i64, bool), DbError> {
         let mut tx = self.begin_write().await?;
         let wanted = target.selection();
-        // The latest comparison of the pair there that measures this benchmark (measured, or
-        // still to be), else a first one still queued, which can be widened to measure it too.
         let known = sqlx::query!(
-            r#"SELECT k.id AS "id!", f.earlier_comparison_id, k.results IS NOT NULL AS "measured!: bool",
+            r#"SELECT k.id AS "id!", k.results IS NOT NULL AS "measured!: bool",
                       j.state AS job_state, k.selection
-               FROM comparisons k JOIN confirmations f ON f.comparison_id = k.id
+               FROM comparisons k JOIN confirmations f
+                        ON f.comparison_id = k.id OR f.earlier_comparison_id = k.id
                     JOIN jobs j ON j.comparison_id = k.id
                WHERE k.base_id = ? AND k.head_id = ? AND j.machine_id = ?
                      AND (k.results IS NOT NULL OR j.state IN ('queued', 'running'))
@@ -230,34 +236,32 @@ impl Db {
         for k in known {
             let selection = read_selection(k.selection.as_deref())?;
             if SuiteSelection::covers(&selection, &wanted) {
-                covering = Some((k.id, k.earlier_comparison_id, k.measured));
+                covering = Some((k.id, k.measured));
                 break;
             }
-            let queued = !k.measured && k.job_state == "queued";
-            if queued && k.earlier_comparison_id.is_none() && widenable.is_none() {
+            if !k.measured && k.job_state == "queued" && widenable.is_none() {
                 widenable = Some((k.id, selection));
             }
         }
-        let (comparison, earlier, measured) = match (covering, widenable) {
+        let (comparison, measured) = match (covering, widenable) {
             (Some(known), _) => known,
             (None, Some((id, selection))) => {
                 widen_selection(&mut tx, id, selection, &wanted).await?;
-                (id, None, false)
+                (id, false)
             }
             (None, None) => {
-                let id = shared_comparison(&mut tx, target, base_id, rounds, None, settings, now)
-                    .await?;
-                (id, None, false)
+                let plan = (rounds, budget_seconds);
+                let id = new_comparison(&mut tx, target, base_id, plan, settings, now).await?;
+                (id, false)
             }
         };
         sqlx::query!(
-            r#"INSERT INTO confirmations (regression_id, state, evidence, comparison_id,
-                                          earlier_comparison_id, note, created_at)
-               VALUES (?, 'confirming', 'interleaved', ?, ?, ?, ?)
+            r#"INSERT INTO confirmations (regression_id, state, evidence, comparison_id, note,
+                                          created_at)
+               VALUES (?, 'confirming', 'interleaved', ?, ?, ?)
                ON CONFLICT (regression_id) DO NOTHING"#,
             target.regression_id,
             comparison,
-            earlier,
             note,
             now
         )
@@ -265,40 +269,6 @@ impl Db {
         .await?;
         tx.commit().await?;
         Ok((comparison, measured))
-    }
-
-    /// Moves a confirmation that stayed undecided to a comparison of `rounds` more, keeping
-    /// the one it had as the earlier one (judged together with the new).
-    pub async fn escalate_confirmation(
-        &self,
-        target: &ConfirmationTarget,
-        base_id: i64,
-        rounds_run: i64,
-        rounds: i64,
-        settings: LeaseSettings,
-        now: i64,
-    ) -> Result<i64, DbError> {
-        let mut tx = self.begin_write().await?;
-        let earlier = sqlx::query_scalar!(
-            "SELECT comparison_id FROM confirmations WHERE regression_id = ?",
-            target.regression_id
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        let comparison =
-            shared_comparison(&mut tx, target, base_id, rounds, earlier, settings, now).await?;
-        sqlx::query!(
-            r#"UPDATE confirmations SET comparison_id = ?, earlier_comparison_id = ?, rounds_run = ?
-               WHERE regression_id = ? AND state = 'confirming'"#,
-            comparison,
-            earlier,
-            rounds_run,
-            target.regression_id
-        )
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(comparison)
     }
 
     /// Ends a confirmation. A refuted change point is closed as a false positive (by
@@ -395,49 +365,50 @@ impl Db {
     }
 }
 
-/// The comparison re-measuring `base` against the target's commit on its machine: one
-/// already waiting there for the same pair by another confirmation that measures the target's
-/// benchmark (or, not yet claimed, can be widened to), or a new one measuring only it.
-async fn shared_comparison(
+/// Forgets the confirmation of a change point that moved to another commit (what re-measured
+/// the old pair says nothing about the new one), and cancels its re-measurement when no other
+/// finding waits for it: a moved finding's confirmation does not keep its place in the queue.
+pub(super) async fn forget_confirmation(
+    conn: &mut sqlx::SqliteConnection,
+    regression_id: i64,
+    now: i64,
+) -> Result<(), DbError> {
+    let comparison = sqlx::query_scalar!(
+        "DELETE FROM confirmations WHERE regression_id = ? RETURNING comparison_id",
+        regression_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    .flatten();
+    let Some(comparison) = comparison else {
+        return Ok(());
+    };
+    sqlx::query!(
+        r#"UPDATE jobs SET state = 'cancelled', finished_at = ?1, lease_id = NULL,
+                           lease_expires_at = NULL,
+                           error = 'cancelled: the change it confirms moved to another commit'
+           WHERE comparison_id = ?2 AND state IN ('queued', 'running')
+             AND NOT EXISTS (SELECT 1 FROM confirmations f
+                             WHERE f.comparison_id = ?2 AND f.state = 'confirming')"#,
+        now,
+        comparison
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// A new comparison re-measuring `base` against the target's commit on its machine,
+/// measuring only the target's benchmark, adaptive: at most `plan.0` rounds within `plan.1`
+/// seconds.
+async fn new_comparison(
     tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
     target: &ConfirmationTarget,
     base_id: i64,
-    rounds: i64,
-    earlier: Option<i64>,
+    (rounds, budget_seconds): (i64, i64),
     settings: LeaseSettings,
     now: i64,
 ) -> Result<i64, DbError> {
-    let wanted = target.selection();
-    let waiting = sqlx::query!(
-        r#"SELECT k.id AS "id!", j.state, k.selection
-           FROM comparisons k JOIN confirmations f ON f.comparison_id = k.id
-                JOIN jobs j ON j.comparison_id = k.id
-           WHERE k.base_id = ? AND k.head_id = ? AND j.machine_id = ? AND k.results IS NULL
-                 AND j.state IN ('queued', 'running') AND k.rounds = ?
-                 AND f.earlier_comparison_id IS ?
-           GROUP BY k.id ORDER BY k.id"#,
-        base_id,
-        target.commit_id,
-        target.machine_id,
-        rounds,
-        earlier
-    )
-    .fetch_all(&mut **tx)
-    .await?;
-    let mut widenable = None;
-    for k in waiting {
-        let selection = read_selection(k.selection.as_deref())?;
-        if SuiteSelection::covers(&selection, &wanted) {
-            return Ok(k.id);
-        }
-        if k.state == "queued" && widenable.is_none() {
-            widenable = Some((k.id, selection));
-        }
-    }
-    if let Some((id, selection)) = widenable {
-        widen_selection(tx, id, selection, &wanted).await?;
-        return Ok(id);
-    }
     let label = format!(
         "confirmation of {}",
         &target.commit_sha[..target.commit_sha.len().min(10)]
@@ -450,10 +421,11 @@ async fn shared_comparison(
         head_id: target.commit_id,
         baseline: "the last commit of the old level",
         rounds,
+        budget_seconds: Some(budget_seconds),
         head_ref: None,
     };
     let (id, _job) = insert_comparison_on(tx, &new, target.machine_id, settings, now).await?;
-    widen_selection(tx, id, Vec::new(), &wanted).await?;
+    widen_selection(tx, id, Vec::new(), &target.selection()).await?;
     Ok(id)
 }
 

@@ -357,20 +357,32 @@ impl Db {
     ) -> Result<Option<ClaimedJob>, DbError> {
         self.expire_leases(now).await?;
         let mut tx = self.begin_write().await?;
+        // Confirmations take turns with everything else: after one, any other job waiting
+        // for this machine goes first, history included, so that a row of confirmations
+        // cannot hold a backfill back for their whole length.
+        let last = sqlx::query_scalar!(
+            "SELECT last_claim_reason FROM machines WHERE id = ?",
+            machine_id
+        )
+        .fetch_optional(&mut *tx)
+        .await?
+        .flatten();
+        let confirm_waits = last.as_deref() == Some(JobReason::Confirm.as_str());
         // Jobs this machine may not run stay queued; looking past a bounded number of them
         // keeps a claim cheap however long the queue is.
         let candidates = sqlx::query!(
-            r#"SELECT j.id AS "id!", r.name, r.url, r.suites_toml, r.machine_labels,
+            r#"SELECT j.id AS "id!", j.reason, r.name, r.url, r.suites_toml, r.machine_labels,
                       r.network_off AS "network_off: bool", c.sha,
-                      b.sha AS "base_sha?", k.rounds AS "rounds?", k.head_ref,
+                      b.sha AS "base_sha?", k.rounds AS "rounds?", k.head_ref, k.budget_seconds,
                       k.selection
                FROM jobs j JOIN repositories r ON r.id = j.repository_id
                            JOIN commits c ON c.id = j.commit_id
                            LEFT JOIN comparisons k ON k.id = j.comparison_id
                            LEFT JOIN commits b ON b.id = k.base_id
-               WHERE j.state = 'queued' AND (j.machine_id = ? OR j.machine_id IS NULL)
-               ORDER BY j.priority DESC, j.id LIMIT 256"#,
-            machine_id
+               WHERE j.state = 'queued' AND (j.machine_id = ?1 OR j.machine_id IS NULL)
+               ORDER BY ?2 AND j.reason = 'confirm', j.priority DESC, j.id LIMIT 256"#,
+            machine_id,
+            confirm_waits
         )
         .fetch_all(&mut *tx)
         .await?;
@@ -396,6 +408,13 @@ impl Db {
         )
         .execute(&mut *tx)
         .await?;
+        sqlx::query!(
+            "UPDATE machines SET last_claim_reason = ? WHERE id = ?",
+            next.reason,
+            machine_id
+        )
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         let commit = CommitSha::parse(&next.sha)
             .map_err(|e| DbError::Invalid(format!("stored commit is corrupt: {e}")))?;
@@ -404,6 +423,7 @@ impl Db {
                 base: CommitSha::parse(&base)
                     .map_err(|e| DbError::Invalid(format!("stored commit is corrupt: {e}")))?,
                 rounds: rounds as u32,
+                budget_seconds: next.budget_seconds.map(|b| b as u32),
                 head_ref: next.head_ref,
                 selection: match next.selection {
                     Some(json) => serde_json::from_str(&json).map_err(|e| {

@@ -55,8 +55,9 @@ pub use commit_status::{
     CommitStatusTarget, DueStatusPost, STATUS_KINDS, StatusCommit, StatusPostRow,
 };
 pub use comparisons::{
-    COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS, MeasuredBy,
-    NewComparison,
+    ADAPTIVE_ROUNDS, BUDGET_SECONDS, COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin,
+    ComparisonRow, DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, MeasuredBy, NewComparison,
+    checked_budget,
 };
 pub use confirmations::{
     ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,

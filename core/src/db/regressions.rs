@@ -425,9 +425,7 @@ async fn record_series_changes(
                 if e.commit_id != change.commit_id {
                     // Moved to another commit: what confirmed it (instruction counts, an
                     // interleaved re-measure of the old pair) said nothing about the new one.
-                    sqlx::query!("DELETE FROM confirmations WHERE regression_id = ?", e.id)
-                        .execute(&mut *conn)
-                        .await?;
+                    super::confirmations::forget_confirmation(&mut *conn, e.id, now).await?;
                     created.push(e.id);
                 }
                 e.id

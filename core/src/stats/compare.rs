@@ -59,6 +59,7 @@ pub fn compare(
         p_value: None,
         noise_pct: 0.0,
         threshold_pct: s.min_effect_pct,
+        detectable_pct: None,
         base_samples: base.len(),
         head_samples: head.len(),
         method: "no-data",
@@ -172,7 +173,67 @@ pub fn compare(
         Some(p) if p < s.alpha => VerdictKind::of_change(delta, direction),
         _ => VerdictKind::Inconclusive,
     };
+    // The power: the smallest slowdown that would have counted. Without any estimate of how
+    // much runs differ, none would have.
+    if history.is_some() || samples_estimate.is_some() {
+        let detectable = scale.threshold_pct(threshold, 1.0);
+        verdict.detectable_pct = Some(detectable);
+        if verdict.kind == VerdictKind::NoChange && detectable > CANNOT_TELL_PCT {
+            verdict.kind = VerdictKind::Inconclusive;
+            verdict.note = cannot_tell(&verdict, noise, history, scale, &s);
+        }
+    }
     verdict
+}
+
+/// Beyond this power (the smallest change that would have counted, in percent) a verdict
+/// without a change is "cannot tell yet", not `no_change`: a benchmark that could have missed a
+/// 1.5× slowdown has not shown that nothing changed. Short histories set thresholds of
+/// hundreds of percent (one real series: 8·10¹⁰ %).
+pub const CANNOT_TELL_PCT: f64 = 50.0;
+
+/// Why a verdict cannot tell yet, and what would decide it: more history while the history
+/// is short and its noise would allow, otherwise an interleaved re-measure or counts.
+fn cannot_tell(
+    verdict: &Verdict,
+    noise: &NoiseModel,
+    history: Option<NoiseEstimate>,
+    scale: Scale,
+    s: &Sensitivity,
+) -> String {
+    let seen = format!(
+        "cannot tell yet: only a change above {:.0} % would have been seen (run-to-run noise \
+         {:.1} %)",
+        verdict.detectable_pct.unwrap_or(f64::MAX),
+        verdict.noise_pct
+    );
+    let cap = scale.floor(CANNOT_TELL_PCT);
+    let enough = history.and_then(|h| {
+        (noise.changes + 1..=noise.changes + 200).find(|&changes| {
+            let k = upper_bound_multiplier(s.noise_multiplier, history_df(changes));
+            scale.margin(k * h.sd) <= cap
+        })
+    });
+    match enough {
+        _ if history.is_none() => format!(
+            "{seen}; no history yet: a few measured commits of history, or an interleaved \
+             re-measure (`kymo try`), would decide"
+        ),
+        Some(changes) if noise.changes < YOUNG_CHANGES => format!(
+            "{seen}; about {} more measured commit{} of history, or an interleaved re-measure \
+             (`kymo try`), would decide",
+            changes - noise.changes,
+            if changes - noise.changes == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ),
+        _ => format!(
+            "{seen}; two runs of the same code differ too much here for history to decide: an \
+             interleaved re-measure (`kymo try`) or instruction counts would"
+        ),
+    }
 }
 
 /// A spread of the difference between two commits, in the metric's unit, with the degrees
@@ -403,7 +464,9 @@ mod tests {
             "{}",
             v.note
         );
-        // A change within the noise itself stays no change.
+        // A change within the noise itself is not called either, but a verdict that could
+        // only have seen a change above 629 % cannot say "no change": it cannot tell yet, and
+        // says what would decide it (here not more history: the noise itself is too wide).
         let head = samples(&mut rng, 30, 66_000.0, 0.02);
         let v = compare(
             &base,
@@ -412,7 +475,59 @@ mod tests {
             &noise,
             &Sensitivity::default(),
         );
+        assert_eq!(v.kind, VerdictKind::Inconclusive, "{v:?}");
+        assert!(v.detectable_pct.unwrap() > 600.0, "{v:?}");
+        assert!(v.note.starts_with("cannot tell yet"), "{}", v.note);
+        assert!(v.note.contains("`kymo try`"), "{}", v.note);
+    }
+
+    #[test]
+    fn a_no_change_that_could_not_have_seen_half_the_level_cannot_tell_yet() {
+        // Four commits 8 % apart: the threshold is 9 × 8 % at its upper bound, 70 % or so.
+        let history: Vec<CommitObservation> = [100.0, 108.0, 100.0, 108.0]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| CommitObservation::new(i, *v))
+            .collect();
+        let s = Sensitivity::default();
+        let v = compare(
+            &[100.0],
+            &[101.0],
+            Direction::Lower,
+            &noise_model(&history),
+            &s,
+        );
+        assert_eq!(v.kind, VerdictKind::Inconclusive, "{v:?}");
+        assert!(v.detectable_pct.unwrap() > CANNOT_TELL_PCT, "{v:?}");
+        // More history would bound that noise: the note says about how much.
+        assert!(
+            v.note.contains("more measured commits of history"),
+            "{}",
+            v.note
+        );
+        // The same noise known from a long history allows a no-change with its power.
+        let long: Vec<CommitObservation> = (0..60)
+            .map(|i| CommitObservation::new(i, if i % 2 == 0 { 100.0 } else { 103.0 }))
+            .collect();
+        let v = compare(
+            &[100.0],
+            &[101.0],
+            Direction::Lower,
+            &noise_model(&long),
+            &s,
+        );
         assert_eq!(v.kind, VerdictKind::NoChange, "{v:?}");
+        let power = v.detectable_pct.unwrap();
+        assert!(power > 5.0 && power < CANNOT_TELL_PCT, "{v:?}");
+        // Without history or samples, nothing could have been seen.
+        let v = compare(
+            &[100.0],
+            &[100.0],
+            Direction::Lower,
+            &NoiseModel::unknown(),
+            &s,
+        );
+        assert_eq!(v.detectable_pct, None, "{v:?}");
     }
 
     #[test]

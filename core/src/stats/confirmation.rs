@@ -43,9 +43,15 @@ pub fn instructions_tolerance_pct(history: &[f64]) -> f64 {
     (INSTRUCTIONS_SPREAD_MULTIPLIER * widest).max(INSTRUCTIONS_FLOOR_PCT)
 }
 
-/// Rounds of the first re-measurement, then of each escalation while it stays undecided.
-/// Bounded: after these, a change still not significant is not confirmed.
-pub const CONFIRMATION_ROUNDS: [i64; 2] = [3, 6];
+/// Most rounds of a re-measurement. It is adaptive (see [`super::sequential`]): it looks after
+/// 3, 4, 6 and 8 rounds and stops as soon as the change is significant again (confirmed) or
+/// the change lies within the equivalence margin (refuted); still undecided after these, the
+/// change is not confirmed.
+pub const CONFIRMATION_ROUNDS: i64 = 9;
+
+/// How long a re-measurement's rounds may take, in seconds: a suspect whose benchmark runs for
+/// a minute a side still gets its first looks.
+pub const CONFIRMATION_BUDGET_SECONDS: i64 = 300;
 
 /// What the re-measurement said about a change point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,35 +60,18 @@ pub enum Outcome {
     Confirmed,
     /// No change, or one the other way: the change point was noise.
     Refuted,
-    /// Not significant yet: measure more rounds.
-    MoreRounds(i64),
-    /// Still not significant after every round allowed: not confirmed.
+    /// Still not significant after every round the re-measurement could run: not confirmed.
     NotSignificant,
 }
 
-/// Judges a change point (`expected`: regression or improvement) by the verdict of its
-/// re-measurement after `rounds_run` rounds.
-pub fn judge_remeasurement(expected: VerdictKind, found: VerdictKind, rounds_run: i64) -> Outcome {
+/// Judges a change point (`expected`: regression or improvement) by the sequential verdict of
+/// its re-measurement.
+pub fn judge_remeasurement(expected: VerdictKind, found: VerdictKind) -> Outcome {
     match found {
         kind if kind == expected => Outcome::Confirmed,
-        VerdictKind::Inconclusive => match rounds_to_add(rounds_run) {
-            Some(more) => Outcome::MoreRounds(more),
-            None => Outcome::NotSignificant,
-        },
+        VerdictKind::Inconclusive => Outcome::NotSignificant,
         _ => Outcome::Refuted,
     }
-}
-
-/// The rounds of the next escalation after `rounds_run`, if one is left.
-fn rounds_to_add(rounds_run: i64) -> Option<i64> {
-    let mut planned = 0;
-    for rounds in CONFIRMATION_ROUNDS {
-        planned += rounds;
-        if planned > rounds_run {
-            return Some(planned - rounds_run);
-        }
-    }
-    None
 }
 
 /// The change of instruction counts from `base` to `suspect`, in percent, when it exceeds
@@ -146,34 +135,21 @@ mod tests {
     #[test]
     fn the_same_change_again_confirms_and_none_or_the_opposite_refutes() {
         let r = VerdictKind::Regression;
-        assert_eq!(judge_remeasurement(r, r, 3), Outcome::Confirmed);
+        assert_eq!(judge_remeasurement(r, r), Outcome::Confirmed);
         assert_eq!(
-            judge_remeasurement(r, VerdictKind::NoChange, 3),
+            judge_remeasurement(r, VerdictKind::NoChange),
             Outcome::Refuted
         );
         assert_eq!(
-            judge_remeasurement(r, VerdictKind::Improvement, 3),
+            judge_remeasurement(r, VerdictKind::Improvement),
             Outcome::Refuted
+        );
+        assert_eq!(
+            judge_remeasurement(r, VerdictKind::Inconclusive),
+            Outcome::NotSignificant
         );
         let i = VerdictKind::Improvement;
-        assert_eq!(judge_remeasurement(i, i, 9), Outcome::Confirmed);
-    }
-
-    #[test]
-    fn an_undecided_remeasurement_gets_more_rounds_up_to_the_bound() {
-        let r = VerdictKind::Regression;
-        let undecided = VerdictKind::Inconclusive;
-        assert_eq!(judge_remeasurement(r, undecided, 3), Outcome::MoreRounds(6));
-        // A first comparison that ran fewer rounds (a failed repeat) still ends at the bound.
-        assert_eq!(judge_remeasurement(r, undecided, 2), Outcome::MoreRounds(1));
-        assert_eq!(
-            judge_remeasurement(r, undecided, 9),
-            Outcome::NotSignificant
-        );
-        assert_eq!(
-            judge_remeasurement(r, undecided, 40),
-            Outcome::NotSignificant
-        );
+        assert_eq!(judge_remeasurement(i, i), Outcome::Confirmed);
     }
 
     #[test]

@@ -13,6 +13,10 @@
 //!   last at least `min_segment_len` commits, so spikes that revert are ignored and slow
 //!   drifts are still found. [`detect_tail_change`] answers the same question early, for
 //!   the newest commits, provisionally.
+//! - **Did this head change anything, measured interleaved with its base?**
+//!   [`sequential::judge_rounds`] judges the rounds of a try run, pull request or confirmation
+//!   as they come, spending its false-alarm rate over its looks so that stopping early when
+//!   decided does not inflate it; [`power`] says what a series' history lets a verdict see.
 //! - **Which commit in an unmeasured range did it?** [`bisect::classify_probe`] decides each
 //!   step of a bisection, asking for repeats when a probe sits between the levels.
 //!
@@ -37,12 +41,14 @@ mod location;
 mod mann_whitney;
 mod noise;
 mod noise_window;
+pub mod power;
 #[cfg(test)]
 mod properties;
 mod quantile_interval;
 mod robust;
 mod segmentation;
 mod sensitivity;
+pub mod sequential;
 #[cfg(test)]
 mod synthetic;
 mod tail;
@@ -52,7 +58,7 @@ mod within_segments;
 
 pub use crate::model::Direction;
 pub use changepoint::{ChangePoint, detect_change_points};
-pub use compare::compare;
+pub use compare::{CANNOT_TELL_PCT, compare};
 pub use early::{detect_close_change, detect_early_change};
 pub use incremental::{ANALYSIS_WINDOW, Analysis, Windows};
 pub use location::{FAST_END_MIN_SAMPLES, run_location, run_value};

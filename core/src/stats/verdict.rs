@@ -75,6 +75,12 @@ pub struct Verdict {
     /// values it is applied on the logarithmic scale, so that a slowdown and the matching fall
     /// in throughput are judged alike.
     pub threshold_pct: f64,
+    /// The power of the verdict: the smallest change (in percent, positive) this measurement
+    /// would have found, at its noise, samples and rounds. A `no_change` says "a change above
+    /// this would have been seen"; `None` when nothing could have been found (no data, no
+    /// history).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detectable_pct: Option<f64>,
     pub base_samples: usize,
     pub head_samples: usize,
     /// How the decision was made: `mann-whitney` (samples on both sides), `history-noise`

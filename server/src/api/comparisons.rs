@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::db::{
-    COMPARISON_ROUNDS, ComparisonOrigin, ComparisonRow, DEFAULT_ROUNDS, NewComparison,
-    RepositoryRow,
+    ADAPTIVE_ROUNDS, COMPARISON_ROUNDS, ComparisonOrigin, ComparisonRow, NewComparison,
+    RepositoryRow, checked_budget,
 };
 use kymo_core::model::CommitSha;
 use kymo_core::protocol::{ApiErrorBody, TryQueued, TryRequest};
@@ -26,7 +26,7 @@ const LISTED: i64 = 100;
     responses(
         (status = 202, description = "The comparison and its job are queued", body = TryQueued),
         (status = 404, description = "No such repository", body = ApiErrorBody),
-        (status = 422, description = "Unknown commit, no merge base, bad rounds or malformed body", body = ApiErrorBody)))]
+        (status = 422, description = "Unknown commit, no merge base, bad rounds or budget, or malformed body", body = ApiErrorBody)))]
 /// Fetches the remote, resolves the head and its base (the merge base with the tracked branch
 /// unless one is given) and queues one job that measures them interleaved.
 pub async fn try_run(
@@ -36,7 +36,16 @@ pub async fn try_run(
     ApiJson(request): ApiJson<TryRequest>,
 ) -> AppResult<(StatusCode, Json<TryQueued>)> {
     let repo = state.db.repository(&repo).await?;
-    let rounds = request.rounds.unwrap_or(DEFAULT_ROUNDS);
+    let (rounds, budget_seconds) = match (request.rounds, request.budget_seconds) {
+        (Some(rounds), None) => (rounds, None),
+        (rounds, budget) => {
+            let budget = match budget {
+                Some(budget) => budget,
+                None => state.db.comparison_budget(repo.id).await?,
+            };
+            (rounds.unwrap_or(ADAPTIVE_ROUNDS), Some(budget))
+        }
+    };
     if !COMPARISON_ROUNDS.contains(&rounds) {
         return Err(AppError::BadRequest(format!(
             "{rounds} rounds: use {} to {}",
@@ -44,6 +53,7 @@ pub async fn try_run(
             COMPARISON_ROUNDS.end()
         )));
     }
+    budget_seconds.map(checked_budget).transpose()?;
     let (head, head_id) = git::resolve_commit(&state, &repo, Some(&request.commit)).await?;
     let (base, base_id, baseline) = match request.base.as_deref() {
         Some(base) => {
@@ -63,6 +73,7 @@ pub async fn try_run(
         head_id,
         baseline: &baseline,
         rounds,
+        budget_seconds,
         head_ref: None,
     };
     let (comparison, job) = (state.db)

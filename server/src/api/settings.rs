@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use kymo_core::credentials::redact_secrets;
-use kymo_core::db::{PullSettings, RepositoryRow};
+use kymo_core::db::{PullSettings, RepositoryRow, checked_budget};
 use kymo_core::protocol::{
     ApiErrorBody, BackfillQueued, BackfillRequest, RepositorySettingsView, RepositoryUpdate,
     StoredSuites,
@@ -109,6 +109,7 @@ async fn settings_view(state: &AppState, repo: RepositoryRow) -> AppResult<Repos
         network: !network_off,
         pulls: state.db.pull_settings(repo.id).await?,
         confirm: state.db.confirm_changes(repo.id).await?,
+        budget_seconds: state.db.comparison_budget(repo.id).await?,
     })
 }
 
@@ -142,6 +143,7 @@ pub async fn update_settings(
     let repo = state.db.repository(&repo).await?;
     // Checked before anything is stored, and stored after the credential was: a bad request
     // changes nothing.
+    update.budget_seconds.map(checked_budget).transpose()?;
     let pulls = match (&update.fork_authors, &update.pull_comments) {
         (None, None) => None,
         (authors, comments) => {
@@ -205,6 +207,10 @@ pub async fn update_settings(
     if let Some(confirm) = update.confirm {
         state.db.set_confirm_changes(repo.id, confirm).await?;
         tracing::info!(repo = repo.name, confirm, "confirmation setting changed");
+    }
+    if let Some(budget) = update.budget_seconds {
+        state.db.set_comparison_budget(repo.id, budget).await?;
+        tracing::info!(repo = repo.name, budget, "comparison budget set");
     }
     if let Some(pulls) = pulls {
         state.db.set_pull_settings(repo.id, &pulls).await?;

@@ -104,7 +104,10 @@ pub async fn complete(
             Err(DbError::Invalid(error.into()).into())
         }
         (JobOutcome::Compared { rounds, log }, Some(comparison)) => {
-            if let Err(reason) = crate::interleaved::validate_rounds(rounds, comparison.rounds) {
+            let adaptive = comparison.budget_seconds.is_some();
+            if let Err(reason) =
+                crate::interleaved::validate_rounds(rounds, comparison.rounds, adaptive)
+            {
                 let error = format!("the results were refused: {reason}");
                 let error = log_tail(&error, MAX_ERROR_BYTES);
                 state.db.fail_job(id, lease, error, "", now).await?;

@@ -74,8 +74,8 @@ pub(super) fn print_table(report: &Value, all: bool, colour: bool) {
         report["baseline"].as_str().unwrap_or("")
     );
     println!(
-        "{:<48} {:<14} {:>16} {:>16} {:>9}  verdict",
-        "benchmark", "metric", "base", "head", "change"
+        "{:<48} {:<14} {:>16} {:>16} {:>9} {:>10}  verdict",
+        "benchmark", "metric", "base", "head", "change", "could see"
     );
     for row in rows {
         let v = &row["verdict"];
@@ -87,12 +87,13 @@ pub(super) fn print_table(report: &Value, all: bool, colour: bool) {
         let human = |x: &Value| x.as_f64().map_or("–".to_owned(), |x| value(x, unit));
         let note = v["note"].as_str().filter(|n| !n.is_empty());
         let line = format!(
-            "{:<48} {:<14} {:>16} {:>16} {:>+8.1}%  {kind}{}",
+            "{:<48} {:<14} {:>16} {:>16} {:>+8.1}% {:>10}  {kind}{}",
             row["benchmark"].as_str().unwrap_or(""),
             row["metric"].as_str().unwrap_or(""),
             human(&v["baseline"]),
             human(&v["value"]),
             v["change_pct"].as_f64().unwrap_or(0.0),
+            could_see(v),
             note.map(|n| format!(" ({n})")).unwrap_or_default(),
         );
         println!("{}", paint(line, kind));
@@ -106,6 +107,32 @@ pub(super) fn print_table(report: &Value, all: bool, colour: bool) {
          head/base (inverted where higher is better; above 0 is worse) {geomean}",
         report["regressed"], report["improved"], report["unchanged"], report["inconclusive"]
     );
+    if let Some(power) = unchanged_power(rows) {
+        println!("{power}");
+    }
+}
+
+/// The power of a row: the smallest change it would have found, or a dash.
+fn could_see(verdict: &Value) -> String {
+    verdict["detectable_pct"]
+        .as_f64()
+        .map_or("–".to_owned(), |p| format!("≥{p:.1}%"))
+}
+
+/// What the unchanged rows could have seen, in one line: "unchanged" is only as strong as it.
+fn unchanged_power(rows: &[Value]) -> Option<String> {
+    let mut seen: Vec<f64> = (rows.iter())
+        .filter(|r| r["verdict"]["kind"] == "no_change")
+        .filter_map(|r| r["verdict"]["detectable_pct"].as_f64())
+        .collect();
+    seen.sort_by(f64::total_cmp);
+    let (least, most) = (seen.first()?, seen.last()?);
+    Some(format!(
+        "unchanged: each of the {} unchanged rows would have shown a change above {most:.1} % \
+         (the most sensitive, above {least:.1} %; median {:.1} %)",
+        seen.len(),
+        seen[seen.len() / 2]
+    ))
 }
 
 fn short(sha: &Value) -> &str {
@@ -116,6 +143,27 @@ fn short(sha: &Value) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unchanged_rows_state_what_they_could_have_seen() {
+        let row = |kind: &str, power: Option<f64>| serde_json::json!({"verdict": {"kind": kind, "detectable_pct": power}});
+        let rows = [
+            row("no_change", Some(3.1)),
+            row("no_change", Some(1.2)),
+            row("no_change", Some(2.0)),
+            row("regression", Some(9.0)),
+            row("no_change", None),
+        ];
+        let line = unchanged_power(&rows).unwrap();
+        assert!(line.contains("3 unchanged rows"), "{line}");
+        assert!(
+            line.contains("above 3.1 %") && line.contains("above 1.2 %"),
+            "{line}"
+        );
+        assert_eq!(unchanged_power(&rows[3..]), None);
+        assert_eq!(could_see(&rows[0]["verdict"]), "≥3.1%");
+        assert_eq!(could_see(&rows[4]["verdict"]), "–");
+    }
 
     #[test]
     fn changes_and_undecided_rows_are_shown_without_all() {

@@ -374,6 +374,17 @@ impl std::fmt::Display for ExitWith {
 
 impl std::error::Error for ExitWith {}
 
+/// A comparison budget as given on the command line (`600`, `90s`, `10m`, `1h`), in seconds.
+pub(crate) fn budget_seconds(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    let duration = match text.parse::<u64>() {
+        Ok(seconds) => std::time::Duration::from_secs(seconds),
+        Err(_) => kymo_worker::config::parse_duration(text)?,
+    };
+    let seconds = i64::try_from(duration.as_secs()).unwrap_or(i64::MAX);
+    kymo_core::db::checked_budget(seconds).map_err(|e| e.to_string())
+}
+
 pub(crate) fn client(server: &ServerArg) -> ServerClient {
     ServerClient::new(&server.server, tokens::token_for(server))
 }

@@ -77,6 +77,10 @@ pub enum RepoCommand {
         /// the machine that found it, before it is announced; `off`: announced when found.
         #[arg(long, value_enum, value_name = "on|off")]
         confirm: Option<Switch>,
+        /// How long the rounds of a try run or pull request may take (`90s`, `10m`, `1h`):
+        /// they stop sooner once every benchmark is decided [default: 10m].
+        #[arg(long, value_name = "DURATION", value_parser = super::budget_seconds)]
+        budget: Option<i64>,
         #[command(flatten)]
         server: ServerArg,
     },
@@ -176,6 +180,7 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
             fork_authors,
             pull_comments,
             confirm,
+            budget,
             server,
         } => {
             let update = RepositoryUpdate {
@@ -185,13 +190,15 @@ pub async fn repo(command: RepoCommand) -> anyhow::Result<()> {
                 fork_authors,
                 pull_comments,
                 confirm: confirm.map(Switch::on),
+                budget_seconds: budget,
             };
             let changes_settings = update.credential.is_some()
                 || update.clear_credential
                 || update.network.is_some()
                 || update.fork_authors.is_some()
                 || update.pull_comments.is_some()
-                || update.confirm.is_some();
+                || update.confirm.is_some()
+                || update.budget_seconds.is_some();
             let changes_suites = suites.is_some() || no_suites;
             let path = format!("/repos/{name}/suites");
             if let Some(file) = suites {
@@ -307,10 +314,11 @@ async fn show_settings(
         "off (changes are announced when found)"
     };
     println!(
-        "{} ({})\ncredential: {credential}\nnetwork: {network}\npull requests from forks run for: {forks}\npull request comments: {}\nconfirmation: {confirm}",
+        "{} ({})\ncredential: {credential}\nnetwork: {network}\npull requests from forks run for: {forks}\npull request comments: {}\nconfirmation: {confirm}\ncomparison budget: {} s of rounds (try runs and pull requests stop sooner once decided)",
         view.name,
         redact_secrets(&view.url),
-        view.pulls.pull_comments
+        view.pulls.pull_comments,
+        view.budget_seconds
     );
     Ok(())
 }

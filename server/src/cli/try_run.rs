@@ -21,9 +21,14 @@ pub struct TryArgs {
     /// The baseline [default: the merge base of REF with the tracked branch].
     #[arg(long)]
     pub base: Option<String>,
-    /// Alternations of base and head (1-20).
-    #[arg(long, default_value_t = 3)]
-    pub rounds: i64,
+    /// Exactly this many alternations of base and head (1-20), judged once at the end. Without
+    /// it (or with `--budget`) the rounds go on until every benchmark is decided, the budget is
+    /// spent, or 20 (or this many) ran.
+    #[arg(long)]
+    pub rounds: Option<i64>,
+    /// How long the rounds may take (`90s`, `10m`, `1h`) [default: the repository's, 10m].
+    #[arg(long, value_name = "DURATION", value_parser = super::budget_seconds)]
+    pub budget: Option<i64>,
     /// Show every row, not only the changes and the inconclusive rows.
     #[arg(long)]
     pub all: bool,
@@ -53,7 +58,8 @@ async fn try_run(args: TryArgs) -> anyhow::Result<()> {
     let request = TryRequest {
         commit: args.reference.clone(),
         base: args.base.clone(),
-        rounds: Some(args.rounds),
+        rounds: args.rounds,
+        budget_seconds: args.budget,
     };
     let server = args.server.clone();
     let path = format!("/repos/{repo}/try");
@@ -87,8 +93,15 @@ async fn try_run(args: TryArgs) -> anyhow::Result<()> {
     let report = &view["report"];
     if !args.json {
         compare::print_table(report, args.all, std::io::stdout().is_terminal());
+        let most = match comparison["budget_seconds"].as_i64() {
+            Some(budget) => format!(
+                " (adaptive: at most {} rounds within {budget} s, stopping once decided)",
+                comparison["rounds"]
+            ),
+            None => String::new(),
+        };
         println!(
-            "measured interleaved (base, head, base, head, ...) over {} rounds on machine {}",
+            "measured interleaved (base, head, base, head, ...) over {} rounds on machine {}{most}",
             view["rounds_run"],
             comparison["machine"].as_str().unwrap_or("?")
         );
@@ -130,10 +143,11 @@ async fn wait_for(
             return Ok(view);
         }
         let doing = comparison["phase"].as_str().unwrap_or(&state);
-        let message = format!(
-            "comparison {} ({} rounds): {doing}",
-            queued.comparison, comparison["rounds"]
-        );
+        let rounds = match comparison["budget_seconds"].as_i64() {
+            Some(budget) => format!("at most {} rounds in {budget} s", comparison["rounds"]),
+            None => format!("{} rounds", comparison["rounds"]),
+        };
+        let message = format!("comparison {} ({rounds}): {doing}", queued.comparison);
         if message != last {
             line.set_message(message.clone());
             last = message;

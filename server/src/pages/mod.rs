@@ -12,6 +12,7 @@ mod findings;
 pub(crate) mod format;
 mod overlays;
 mod summary;
+mod too_noisy;
 pub(crate) mod trend;
 mod verdicts;
 mod views;

@@ -263,6 +263,8 @@ pub(super) struct CompareRowView {
     pub(super) change: String,
     pub(super) change_value: f64,
     pub(super) interval: String,
+    /// The smallest change the verdict would have found (`≥ 3.1 %`), or a dash.
+    pub(super) power: String,
     pub(super) verdict: &'static str,
     /// Why the verdict rests on little (a short history, none yet); empty otherwise.
     pub(super) note: String,
@@ -393,6 +395,9 @@ pub(super) fn compare_rows(
                 change: format!("{:+.1} %", v.change_pct),
                 change_value: v.change_pct,
                 interval: format!("{:+.1} … {:+.1} %", v.ci_low_pct, v.ci_high_pct),
+                power: v
+                    .detectable_pct
+                    .map_or("–".to_owned(), |p| format!("≥ {p:.1} %")),
                 verdict: v.kind.as_str(),
                 note: v.note.clone(),
             }

@@ -96,6 +96,8 @@ struct RepoPage {
     /// Open pull requests and the latest comparisons (try runs and pull requests).
     pulls: Vec<super::comparisons::PullItem>,
     comparisons: Vec<super::comparisons::ComparisonItem>,
+    /// Series too noisy to see a 10 % change, with the reason.
+    too_noisy: Vec<super::too_noisy::TooNoisyView>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -142,6 +144,7 @@ pub async fn repository(
         .collect();
     let recent = state.db.recent_values(repo.id, SUMMARY_WINDOW).await?;
     let series = state.db.series(repo.id, None, None, None).await?;
+    let too_noisy = super::too_noisy::listed(&state, &name, &series).await?;
     let all = summarize(&name, series, &recent, paging.sort);
     let summary_rows = RowWindow::new(all.len(), paging.from, SUMMARY_PAGE);
     let summary = summary_rows
@@ -150,6 +153,7 @@ pub async fn repository(
         .collect();
     let (pulls, comparisons) = super::comparisons::listed(&state, repo.id).await?;
     let page = RepoPage {
+        too_noisy,
         pulls,
         comparisons,
         open: group_open_regressions(&open),

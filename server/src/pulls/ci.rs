@@ -96,6 +96,7 @@ pub async fn store_upload(
                 head_id,
                 baseline: &base.baseline,
                 rounds: 1,
+                budget_seconds: None,
                 head_ref: None,
             },
             &UploadedComparison {

@@ -6,7 +6,7 @@
 //! database, and the delivery loop publishes it (retrying with back-off), so a forge that is
 //! down delays feedback and loses none.
 
-use kymo_core::db::{DuePullFeedback, MeasuredBy};
+use kymo_core::db::DuePullFeedback;
 use serde_json::Value;
 
 use crate::alerts::{backoff_seconds, status_request};
@@ -14,7 +14,7 @@ use crate::compare::CompareReport;
 use crate::error::AppResult;
 use crate::forge::{ForgeRequest, comment_request, created_comment_id};
 use crate::interleaved::{ComparisonView, comparison_view};
-use crate::pages::format::value;
+use crate::pulls::comment::comment_text;
 use crate::state::AppState;
 
 /// Requests whose feedback is published per tick.
@@ -23,8 +23,6 @@ const BATCH: i64 = 16;
 const MAX_ATTEMPTS: i64 = 8;
 /// How long one call to a forge may take.
 const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-/// Rows of changes a comment lists; the compare page has them all.
-const MAX_ROWS: usize = 30;
 
 /// The status a comparison gives its head, with a one-line description; `None` once it was
 /// cancelled (a newer head replaced it, or the request closed).
@@ -33,10 +31,16 @@ pub fn head_status(view: &ComparisonView) -> Option<(&'static str, String)> {
     Some(match (c.state.as_str(), &view.report) {
         ("queued" | "running", _) => (
             "pending",
-            format!(
-                "measuring head and {} interleaved, {} rounds",
-                c.baseline, c.rounds
-            ),
+            match c.budget_seconds {
+                Some(_) => format!(
+                    "measuring head and {} interleaved until decided, at most {} rounds",
+                    c.baseline, c.rounds
+                ),
+                None => format!(
+                    "measuring head and {} interleaved, {} rounds",
+                    c.baseline, c.rounds
+                ),
+            },
         ),
         ("succeeded", Some(report)) if report.regressed > 0 => (
             "failure",
@@ -73,124 +77,6 @@ fn changed(view: &ComparisonView) -> bool {
     view.report
         .as_ref()
         .is_some_and(|r| r.regressed + r.improved > 0)
-}
-
-/// A table cell of untrusted text (benchmark names come from benchmark output).
-fn cell(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '|' => "\\|".to_owned(),
-            '<' => "&lt;".to_owned(),
-            '>' => "&gt;".to_owned(),
-            '`' | '*' | '_' | '[' | ']' | '\\' => format!("\\{c}"),
-            c if c.is_control() => " ".to_owned(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
-/// The comment's text for a finished comparison. Pure.
-pub fn comment_text(view: &ComparisonView, link: &str) -> String {
-    let c = &view.comparison;
-    let short = |sha: &str| sha.chars().take(10).collect::<String>();
-    let (true, Some(report)) = (c.state == "succeeded", view.report.as_ref()) else {
-        return format!(
-            "### kymo: the latest comparison {}\n\nHead `{}` against `{}`: {}\n\n[Details]({link})\n",
-            c.state,
-            short(&c.head),
-            short(&c.base),
-            cell(c.error.as_deref().unwrap_or("no reason given"))
-        );
-    };
-    let mut out = format!(
-        "### kymo: {} regressed, {} improved, {} unchanged{}\n\n",
-        report.regressed,
-        report.improved,
-        report.unchanged,
-        report
-            .geomean_ratio
-            .map(|g| format!(" · geometric mean {:+.2} %", (g - 1.0) * 100.0))
-            .unwrap_or_default()
-    );
-    out.push_str(&how_measured(view));
-    let changes: Vec<_> = (report.rows.iter())
-        .filter(|r| r.verdict.kind.as_str() != "no_change")
-        .collect();
-    if !changes.is_empty() {
-        out.push_str(
-            "| benchmark | metric | base | head | change | interval | p-value | noise | verdict |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|---|\n",
-        );
-        for r in changes.iter().take(MAX_ROWS) {
-            let v = &r.verdict;
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {:+.1} % | {:+.1} % … {:+.1} % | {} | {:.1} % | {} |\n",
-                cell(&r.benchmark),
-                cell(&r.metric),
-                cell(&value(v.baseline, &r.unit)),
-                cell(&value(v.value, &r.unit)),
-                v.change_pct,
-                v.ci_low_pct,
-                v.ci_high_pct,
-                v.p_value.map_or("–".to_owned(), |p| format!("{p:.2e}")),
-                v.noise_pct,
-                v.kind.as_str()
-            ));
-        }
-        if changes.len() > MAX_ROWS {
-            out.push_str(&format!("\n… and {} more.\n", changes.len() - MAX_ROWS));
-        }
-        out.push('\n');
-    }
-    let mut noise: Vec<f64> = report.rows.iter().map(|r| r.verdict.noise_pct).collect();
-    noise.sort_by(f64::total_cmp);
-    if let Some(median) = noise.get(noise.len() / 2) {
-        let source = if view.interleaved {
-            "measured from these rounds"
-        } else {
-            "from the history this runner's machine fingerprint has stored"
-        };
-        out.push_str(&format!(
-            "Noise level: run-to-run spread {median:.1} % (median over {}), {source}.\n\n",
-            plural(noise.len(), "row")
-        ));
-    }
-    out.push_str(&format!("[Compare page]({link})\n"));
-    out
-}
-
-/// How the comparison was measured, for the comment: interleaved on a kymo machine, or in CI,
-/// with the caveat that CI runners are noisy.
-fn how_measured(view: &ComparisonView) -> String {
-    let c = &view.comparison;
-    let short = |sha: &str| sha.chars().take(10).collect::<String>();
-    let sides = format!(
-        "Head `{}` against `{}` ({})",
-        short(&c.head),
-        short(&c.base),
-        cell(&c.baseline)
-    );
-    if view.interleaved {
-        return format!(
-            "{sides}, measured interleaved (base, head, base, head, …) over {} rounds on one \
-             machine.\n\n",
-            view.rounds_run
-        );
-    }
-    let base = if c.measured == MeasuredBy::SameJob.as_str() {
-        "both sides in the same job"
-    } else {
-        "the head in this job, the base's results stored from runners of the same machine \
-         fingerprint"
-    };
-    format!(
-        "{sides}, measured in CI on runner `{}`: {base}.\n\n\
-         > CI runners are noisy: a shared virtual machine's speed changes between jobs and \
-         within one, so a change of a few percent here may be the runner. The verdict allows \
-         for the noise this runner's stored history shows; a dedicated machine measuring both \
-         sides interleaved (`kymo try`) decides.\n\n",
-        cell(c.machine.as_deref().unwrap_or("?"))
-    )
 }
 
 /// Publishes the feedback of every pull request whose feedback is due. Returns how many it
@@ -324,7 +210,7 @@ async fn send(request: ForgeRequest) -> Result<Value, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use kymo_core::db::{ComparisonRow, RepositoryRow};
     use kymo_core::model::Direction;
     use kymo_core::stats::{NoiseModel, Sensitivity, VerdictKind, compare};
@@ -332,7 +218,7 @@ mod tests {
     use super::*;
     use crate::compare::{CompareRow, summarise};
 
-    fn row(benchmark: &str, base: f64, head: f64, kind: VerdictKind) -> CompareRow {
+    pub(crate) fn row(benchmark: &str, base: f64, head: f64, kind: VerdictKind) -> CompareRow {
         let mut verdict = compare(
             &[base, base * 1.01, base * 0.99, base, base],
             &[head, head * 1.01, head * 0.99, head, head],
@@ -351,7 +237,7 @@ mod tests {
         }
     }
 
-    fn view(state: &str, rows: Option<Vec<CompareRow>>) -> ComparisonView {
+    pub(crate) fn view(state: &str, rows: Option<Vec<CompareRow>>) -> ComparisonView {
         let repo = RepositoryRow {
             id: 1,
             name: "app".into(),
@@ -372,6 +258,7 @@ mod tests {
                 head: head.clone(),
                 baseline: "merge-base of main".into(),
                 rounds: 3,
+                budget_seconds: None,
                 state: state.into(),
                 phase: None,
                 error: (state == "failed").then(|| "head: suite \"s\" failed".into()),
@@ -404,86 +291,7 @@ mod tests {
         assert_eq!(status(&same), Some("success"));
         assert_eq!(status(&view("failed", None)), Some("error"));
         assert_eq!(status(&view("cancelled", None)), None);
-    }
-
-    #[test]
-    fn the_comment_lists_the_changed_rows_with_their_evidence_and_links_the_page() {
-        let slower = view(
-            "succeeded",
-            Some(vec![
-                row("parse", 100.0, 130.0, VerdictKind::Regression),
-                row("print", 100.0, 100.0, VerdictKind::NoChange),
-            ]),
-        );
-        let text = comment_text(&slower, "https://kymo.example/repos/app/comparisons/4");
-        assert!(
-            text.starts_with("### kymo: 1 regressed, 0 improved, 1 unchanged"),
-            "{text}"
-        );
-        assert!(
-            text.contains("| parse | time | 100 ns | 130 ns | +30.0 % |"),
-            "{text}"
-        );
-        assert!(
-            !text.contains("| print |"),
-            "unchanged rows stay on the page: {text}"
-        );
-        assert!(
-            text.contains("interleaved") && text.contains("3 rounds"),
-            "{text}"
-        );
-        assert!(text.contains("Noise level"), "{text}");
-        assert!(
-            text.contains("(https://kymo.example/repos/app/comparisons/4)"),
-            "{text}"
-        );
         assert!(changed(&slower));
-        let same = view(
-            "succeeded",
-            Some(vec![row("print", 100.0, 100.0, VerdictKind::NoChange)]),
-        );
         assert!(!changed(&same));
-        let failed = comment_text(&view("failed", None), "https://k/x");
-        assert!(
-            failed.contains("failed") && failed.contains("head: suite"),
-            "{failed}"
-        );
-    }
-
-    #[test]
-    fn a_comparison_measured_in_ci_says_so_with_the_caveat_that_runners_are_noisy() {
-        let mut slower = view(
-            "succeeded",
-            Some(vec![row("parse", 100.0, 130.0, VerdictKind::Regression)]),
-        );
-        slower.interleaved = false;
-        slower.comparison.measured = "stored-base".into();
-        let text = comment_text(&slower, "https://k/x");
-        assert!(!text.contains("interleaved (base"), "{text}");
-        assert!(text.contains("measured in CI on runner `m`"), "{text}");
-        assert!(text.contains("> CI runners are noisy"), "{text}");
-        assert!(text.contains("stored history"), "{text}");
-        slower.comparison.measured = "same-job".into();
-        assert!(comment_text(&slower, "https://k/x").contains("both sides in the same job"));
-    }
-
-    #[test]
-    fn hostile_benchmark_names_cannot_break_the_table_or_inject_markup() {
-        let hostile = view(
-            "succeeded",
-            Some(vec![row(
-                "a|b<script>`x`[l](javascript:x)\nrow",
-                100.0,
-                130.0,
-                VerdictKind::Regression,
-            )]),
-        );
-        let text = comment_text(&hostile, "https://k/x");
-        let line = text.lines().find(|l| l.contains("script")).unwrap();
-        assert!(
-            line.contains("a\\|b&lt;script&gt;\\`x\\`\\[l\\](javascript:x) row"),
-            "{line}"
-        );
-        assert_eq!(line.matches(" | ").count(), 8, "{line}");
     }
 }

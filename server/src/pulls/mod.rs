@@ -7,10 +7,11 @@
 
 pub mod ci;
 pub mod ci_verdict;
+mod comment;
 pub mod feedback;
 
 use kymo_core::db::{
-    ComparisonOrigin, DEFAULT_ROUNDS, NewComparison, PullRequestRecord, RepositoryRow,
+    ADAPTIVE_ROUNDS, ComparisonOrigin, NewComparison, PullRequestRecord, RepositoryRow,
 };
 use kymo_core::pull_request::{PullAction, PullRequestEvent, author_allowed};
 use kymo_core::webhook::Provider;
@@ -91,7 +92,8 @@ pub async fn process(
         base_id,
         head_id,
         baseline: &baseline,
-        rounds: DEFAULT_ROUNDS,
+        rounds: ADAPTIVE_ROUNDS,
+        budget_seconds: Some(state.db.comparison_budget(repo.id).await?),
         head_ref: head_ref.as_deref(),
     };
     let record = PullRequestRecord {

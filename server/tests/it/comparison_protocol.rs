@@ -59,7 +59,7 @@ async fn completions_that_do_not_fit_a_comparison_job_are_refused_and_fail_it() 
     let (status, queued) = app
         .post(
             "/api/v1/repos/r/try",
-            &json!({ "commit": head, "base": base }),
+            &json!({ "commit": head, "base": base, "rounds": 3 }),
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
@@ -78,6 +78,11 @@ async fn completions_that_do_not_fit_a_comparison_job_are_refused_and_fail_it() 
     assert_eq!(job["commit"], head.as_str());
     assert_eq!(job["comparison"]["base"], base.as_str());
     assert_eq!(job["comparison"]["rounds"], 3);
+    assert_eq!(
+        job["comparison"]["budget_seconds"],
+        Value::Null,
+        "exactly 3 rounds: {job}"
+    );
     let succeeded = json!({ "status": "succeeded", "suites": suites(), "log": "" });
     let (status, answer) = complete(&app, &token, &job, succeeded).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");

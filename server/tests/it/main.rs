@@ -2,6 +2,7 @@
 //! git repositories made with git2, and HTTP over loopback.
 
 mod access;
+mod adaptive_rounds;
 mod alerts;
 mod api;
 mod at_rest;
@@ -13,6 +14,7 @@ mod cli_listing;
 mod clustered_storage;
 mod commit_status;
 mod comparison_protocol;
+mod confirmation_queue;
 mod confirmations;
 mod contain;
 mod continuous;

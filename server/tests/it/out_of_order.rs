@@ -6,6 +6,7 @@ use kymo_core::db::{ConfirmationDecision, FoundChange};
 use serde_json::json;
 
 use crate::api::{TestApp, specs};
+use crate::support::TestRepo;
 
 pub fn change_at(commit_id: i64, position: i64) -> FoundChange {
     FoundChange {
@@ -27,9 +28,9 @@ pub fn change_at(commit_id: i64, position: i64) -> FoundChange {
     }
 }
 
-#[tokio::test]
-async fn a_change_point_moving_onto_another_ones_commit_updates_that_one() {
-    let app = TestApp::new().await;
+/// Five commits of one flat benchmark `b` uploaded to the repository `r`: the repository (kept
+/// while the test runs), the benchmark's series and each commit's id and position.
+pub(crate) async fn flat_history(app: &TestApp) -> (TestRepo, i64, Vec<(i64, i64)>) {
     let (repo, first) = app.with_repo().await;
     let mut shas = vec![first];
     for i in 0..4 {
@@ -49,6 +50,14 @@ async fn a_change_point_moving_onto_another_ones_commit_updates_that_one() {
         let row = db.commit(repository.id, sha).await.unwrap();
         commits.push((row.id, row.position.unwrap()));
     }
+    (repo, series, commits)
+}
+
+#[tokio::test]
+async fn a_change_point_moving_onto_another_ones_commit_updates_that_one() {
+    let app = TestApp::new().await;
+    let (_repo, series, commits) = flat_history(&app).await;
+    let db = &app.state.db;
     let at = |i: usize| change_at(commits[i].0, commits[i].1);
 
     // One change at commit 1, then a second one two commits later.

@@ -127,7 +127,7 @@ fn try_exits_1_on_a_branch_40_percent_slower_than_its_merge_base_and_0_on_a_docs
     let (status, page) = server.get(&format!("/repos/app/comparisons/{}", first["id"]));
     assert_eq!(status, 200);
     assert!(page.contains("measured alternately"), "{page}");
-    assert!(page.contains("3 of 3 rounds ran"), "{page}");
+    assert!(page.contains("3 rounds ran (adaptive"), "{page}");
     assert!(page.contains("regression"), "{page}");
     let (status, _) = server.get("/repos/app/comparisons/999");
     assert_eq!(status, 404);

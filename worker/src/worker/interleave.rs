@@ -1,10 +1,16 @@
 //! A comparison job: the base and the head checked out side by side, each built once, then
 //! measured alternately (base, head, base, head, ...) so that drift and background load over
-//! the job fall on both sides alike.
+//! the job fall on both sides alike. An adaptive one (with a budget) looks at its verdicts after
+//! the rounds of [`kymo_core::stats::sequential::LOOKS`], runs only the undecided benchmarks
+//! after that, and stops when every benchmark is decided or the budget would be overrun.
 
+use std::time::{Duration, Instant};
+
+use kymo_core::interleaved::{judge_comparison, undecided};
 use kymo_core::protocol::{
     ClaimedJob, ComparedRound, ComparisonSpec, JobOutcome, SuiteSelection, log_tail,
 };
+use kymo_core::stats::sequential::SequentialPlan;
 
 use super::{JobControl, MAX_LOG, Worker};
 use crate::config::Suite;
@@ -22,7 +28,11 @@ impl Worker {
         mirror: &Mirror,
         control: &JobControl,
     ) -> anyhow::Result<JobOutcome> {
-        let rounds = spec.rounds.clamp(1, MAX_ROUNDS);
+        let most = spec.rounds.clamp(1, MAX_ROUNDS);
+        let plan = match spec.budget_seconds {
+            Some(_) => SequentialPlan::adaptive(most as usize),
+            None => SequentialPlan::fixed(most as usize),
+        };
         let dir_name = mirror_dir_name(&job.repository)?;
         let mut sides = Vec::with_capacity(2);
         for (sha, side) in [(spec.base.as_str(), "base"), (job.commit.as_str(), "head")] {
@@ -44,17 +54,20 @@ impl Worker {
                 }
             }
         }
-        let mut measured = Vec::with_capacity(rounds as usize);
-        for round in 1..=rounds {
+        let started = Instant::now();
+        let mut selection = spec.selection.clone();
+        let mut measured: Vec<ComparedRound> = Vec::with_capacity(most as usize);
+        for round in 1..=most {
+            let of = if plan.adaptive {
+                format!("round {round}, at most {most}")
+            } else {
+                format!("round {round} of {most}")
+            };
             let mut both = Vec::with_capacity(2);
             for (side, checked_out) in &sides {
                 let mut uploads = Vec::with_capacity(checked_out.config.suites.len());
-                for (suite, only_benchmarks) in
-                    selected(&checked_out.config.suites, &spec.selection)
-                {
-                    let progress = |what: String| {
-                        control.phase(&format!("round {round} of {rounds}, {side}: {what}"))
-                    };
+                for (suite, only_benchmarks) in selected(&checked_out.config.suites, &selection) {
+                    let progress = |what: String| control.phase(&format!("{of}, {side}: {what}"));
                     let ctx = SuiteContext {
                         only_benchmarks,
                         ..self.suite_context(checked_out, control, &progress)
@@ -69,12 +82,52 @@ impl Worker {
             let head = both.pop().unwrap_or_default();
             let base = both.pop().unwrap_or_default();
             measured.push(ComparedRound { base, head });
+            // Time is decided only at the plan's looks; instruction counts from two rounds on.
+            if plan.adaptive {
+                let open = undecided(&judge_comparison(&measured, &plan, false));
+                match narrowed(&spec.selection, open) {
+                    Some(open) => selection = open,
+                    None => {
+                        log.push_str(&format!("# every benchmark decided after {round} rounds\n"));
+                        break;
+                    }
+                }
+            }
+            if let Some(budget) = spec.budget_seconds {
+                let spent = started.elapsed();
+                let next = spent + spent / round;
+                if round >= 2 && next > Duration::from_secs(budget.into()) {
+                    log.push_str(&format!(
+                        "# the budget of {budget}s ends the rounds after {round} ({:.0}s)\n",
+                        spent.as_secs_f64()
+                    ));
+                    break;
+                }
+            }
         }
         Ok(JobOutcome::Compared {
             rounds: measured,
             log: log_tail(&log, MAX_LOG).to_owned(),
         })
     }
+}
+
+/// What later rounds run: the undecided benchmarks `open`, within what the comparison asked
+/// for (`asked`; empty: everything). `None` when nothing is left to decide.
+fn narrowed(asked: &[SuiteSelection], open: Vec<SuiteSelection>) -> Option<Vec<SuiteSelection>> {
+    let kept: Vec<SuiteSelection> = (open.into_iter())
+        .filter_map(|mut open| {
+            if asked.is_empty() {
+                return Some(open);
+            }
+            let wanted = asked.iter().find(|a| a.suite == open.suite)?;
+            if !wanted.benchmarks.is_empty() {
+                open.benchmarks.retain(|b| wanted.benchmarks.contains(b));
+            }
+            (!open.benchmarks.is_empty()).then_some(open)
+        })
+        .collect();
+    (!kept.is_empty()).then_some(kept)
 }
 
 /// The suites of a side that the comparison measures, each with the benchmarks it needs of

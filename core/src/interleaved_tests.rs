@@ -1,0 +1,120 @@
+use super::*;
+use crate::results::{BenchmarkResult, MetricResult, SuiteResults};
+use crate::stats::VerdictKind;
+
+fn metric(name: &str, samples: Vec<f64>) -> MetricResult {
+    MetricResult {
+        name: name.into(),
+        unit: if name == WORK_METRIC {
+            "instructions"
+        } else {
+            "ns"
+        }
+        .into(),
+        direction: Direction::Lower,
+        value: samples[0],
+        samples: if samples.len() > 1 { samples } else { vec![] },
+        hdr: None,
+    }
+}
+
+/// One suite of two benchmarks: `parse` (time around `parse`, instructions `work`) and
+/// `print` (time around 50).
+fn side(parse: f64, work: f64, wobble: f64) -> Vec<SuiteUpload> {
+    let around = |level: f64| {
+        (0..5)
+            .map(|i| level * (1.0 + wobble * (i as f64 - 2.0)))
+            .collect()
+    };
+    vec![SuiteUpload {
+        suite: "s".into(),
+        results: SuiteResults {
+            benchmarks: vec![
+                BenchmarkResult {
+                    name: "parse".into(),
+                    params: Default::default(),
+                    metrics: vec![
+                        metric("time", around(parse)),
+                        metric(WORK_METRIC, vec![work]),
+                    ],
+                },
+                BenchmarkResult {
+                    name: "print".into(),
+                    params: Default::default(),
+                    metrics: vec![metric("time", around(50.0))],
+                },
+            ],
+        },
+    }]
+}
+
+fn round(i: usize, head_parse: f64, head_work: f64) -> ComparedRound {
+    // Each round's level moves by up to 3 % on both sides alike (drift and load).
+    let drift = 1.0 + 0.01 * (i % 4) as f64;
+    let noise = 1.0 + 0.004 * ((i * 7) % 5) as f64;
+    ComparedRound {
+        base: side(100.0 * drift, 1_000_000.0, 0.002),
+        head: side(head_parse * drift * noise, head_work, 0.002),
+    }
+}
+
+#[test]
+fn each_benchmark_and_metric_both_sides_measured_is_judged_on_its_rounds() {
+    let rounds: Vec<_> = (0..3).map(|i| round(i, 140.0, 1_000_000.0)).collect();
+    let judged = judge_comparison(&rounds, &SequentialPlan::adaptive(20), true);
+    let names: Vec<(&str, &str)> = (judged.iter())
+        .map(|m| (m.benchmark.as_str(), m.metric.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("parse", "instructions"),
+            ("parse", "time"),
+            ("print", "time")
+        ]
+    );
+    let time = &judged[1].judged;
+    assert_eq!(time.verdict.kind, VerdictKind::Regression, "{time:?}");
+    assert_eq!(time.rounds, 3);
+    assert_eq!(judged[0].judged.verdict.kind, VerdictKind::NoChange);
+}
+
+#[test]
+fn later_rounds_run_only_what_is_undecided_and_a_change_of_work_decides_at_once() {
+    // Round 3: `parse` is 40 % slower (decided), `print` unchanged but not yet sure.
+    let rounds: Vec<_> = (0..3).map(|i| round(i, 140.0, 1_000_000.0)).collect();
+    let judged = judge_comparison(&rounds, &SequentialPlan::adaptive(20), false);
+    let open = undecided(&judged);
+    assert!(
+        open.iter()
+            .all(|s| !s.benchmarks.contains(&"parse".to_owned())),
+        "{open:?}"
+    );
+    // Only 0.5 % slower, but 1 % more instructions: decided by the counts after two rounds.
+    let rounds: Vec<_> = (0..2).map(|i| round(i, 100.5, 1_010_000.0)).collect();
+    let judged = judge_comparison(&rounds, &SequentialPlan::adaptive(20), false);
+    let work = judged.iter().find(|m| m.metric == WORK_METRIC).unwrap();
+    assert_eq!(work.judged.verdict.kind, VerdictKind::Regression);
+    let open = undecided(&judged);
+    assert_eq!(
+        open,
+        [SuiteSelection {
+            suite: "s".into(),
+            benchmarks: vec!["print".into()]
+        }]
+    );
+    // Everything decided: nothing left to run.
+    let same: Vec<_> = (0..20).map(|_| round(0, 100.0, 1_000_000.0)).collect();
+    let judged = judge_comparison(&same, &SequentialPlan::adaptive(20), true);
+    assert!(undecided(&judged).is_empty(), "{judged:?}");
+}
+
+#[test]
+fn a_benchmark_one_side_lacks_is_not_judged() {
+    let mut rounds: Vec<_> = (0..3).map(|i| round(i, 100.0, 1_000_000.0)).collect();
+    for r in &mut rounds {
+        r.head[0].results.benchmarks[1].name = "renamed".into();
+    }
+    let judged = judge_comparison(&rounds, &SequentialPlan::adaptive(20), true);
+    assert!(judged.iter().all(|m| m.name == "parse"), "{judged:?}");
+}
