@@ -192,8 +192,8 @@ test('a compare page filters to significant changes and sorts', async (t) => {
 
   await page.getByRole('link', { name: 'only significant changes' }).click();
   await page.waitForURL((u) => u.searchParams.get('significant') === '1');
-  // The verdict column holds the badge, then the verdict's note.
-  const verdicts = (await column(page, 8)).map((text) => text.split(' ')[0]);
+  // The verdict column (after "could see") holds the badge, then the verdict's note.
+  const verdicts = (await column(page, 9)).map((text) => text.split(' ')[0]);
   assert.deepEqual(verdicts, ['regression', 'improvement'], 'sorted by change');
   assert.deepEqual(await column(page, 1), ['parse/json', 'alloc/arena']);
   await shot(page, '3-compare-significant');
