@@ -25,6 +25,7 @@ use crate::model::Direction;
 
 use super::distribution::normal_quantile;
 use super::early::{detect_close_change, detect_early_change};
+use super::exact_steps::detect_exact_steps;
 use super::mann_whitney::shift_interval;
 use super::noise::{CommitObservation, robust_sd, tail_matched_sd};
 use super::robust::{PercentBase, median};
@@ -119,12 +120,17 @@ impl ChangePoint {
 /// A step with fewer than `min_segment_len` commits before it, at the start of the history,
 /// is judged as in [`detect_early_change`]: a history measured after the fact may hold one
 /// that was never the newest commit. So is a step two to four commits after another one
-/// ([`detect_close_change`]).
+/// ([`detect_close_change`]). A series whose commits repeat their value (instruction counts)
+/// has no noise to measure: its steps are the changes between its levels
+/// ([`detect_exact_steps`]).
 pub fn detect_change_points(
     series: &[CommitObservation],
     direction: Direction,
     sensitivity: &Sensitivity,
 ) -> Vec<ChangePoint> {
+    if let Some(steps) = detect_exact_steps(series, direction, sensitivity) {
+        return steps;
+    }
     let mut found = segmented_changes(series, direction, sensitivity);
     let first = found.first().map_or(series.len(), |c| c.position);
     if let Some(early) = detect_early_change(&series[..first], direction, sensitivity) {

@@ -34,6 +34,7 @@ pub mod confirmation;
 pub mod distribution;
 pub mod disturbance;
 mod early;
+mod exact_steps;
 mod incremental;
 #[cfg(test)]
 mod issue_cases;

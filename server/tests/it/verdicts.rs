@@ -332,3 +332,37 @@ async fn a_backfilled_step_after_four_commits_is_filed_at_its_commit() {
     let change = step["change_pct"].as_f64().unwrap();
     assert!((40.0..55.0).contains(&change), "{step:#}");
 }
+
+#[tokio::test]
+async fn a_step_in_counts_that_repeat_exactly_is_filed_at_its_commit() {
+    // base64 0.21.5 to 0.22.1 (docs/trials/base64-counts.md): decode/3072 executed 24,480
+    // instructions an iteration in every run before 0.22.0's new decoder and 25,548 after;
+    // encode/3072 28,275 throughout. Uploaded oldest first, one value a commit.
+    let (app, _repo, shas) = repository_r(12).await;
+    for (i, sha) in shas.iter().enumerate() {
+        let decode = if i < 6 { 24_480.0 } else { 25_548.0 };
+        let counts = |name: &str, value: f64| {
+            json!({ "name": name, "metrics": [{ "name": "instructions", "unit": "count",
+                                               "direction": "lower", "value": value }] })
+        };
+        let body = json!({
+            "commit": sha,
+            "specs": specs(),
+            "suites": [{ "suite": "s", "results": { "benchmarks": [
+                counts("decode/3072", decode), counts("encode/3072", 28_275.0)
+            ]}}]
+        });
+        let (status, answer) = app.post("/api/v1/repos/r/results", &body).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let (_, found) = app.get("/api/v1/repos/r/regressions").await;
+    let found = found.as_array().unwrap().clone();
+    let [step] = found.as_slice() else {
+        panic!("one regression expected: {found:#?}");
+    };
+    assert_eq!(step["benchmark"], "decode/3072");
+    assert_eq!(step["sha"], shas[6].as_str());
+    assert_eq!(step["method"], "repeating-values");
+    let change = step["change_pct"].as_f64().unwrap();
+    assert!((change - 4.3627).abs() < 0.001, "{step:#}");
+}
