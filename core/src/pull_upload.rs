@@ -160,14 +160,7 @@ mod tests {
                 benchmarks: vec![BenchmarkResult {
                     name: "parse".into(),
                     params: Default::default(),
-                    metrics: vec![MetricResult {
-                        name: "time".into(),
-                        unit: "ns".into(),
-                        direction: crate::model::Direction::Lower,
-                        value,
-                        samples: vec![],
-                        hdr: None,
-                    }],
+                    metrics: vec![MetricResult::time_ns(value, vec![])],
                 }],
             },
         }]

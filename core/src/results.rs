@@ -36,6 +36,21 @@ pub struct MetricResult {
     pub hdr: Option<String>,
 }
 
+impl MetricResult {
+    /// A wall time in nanoseconds, lower is better: the metric that tests, benches and
+    /// examples build by hand.
+    pub fn time_ns(value: f64, samples: Vec<f64>) -> Self {
+        MetricResult {
+            name: "time".into(),
+            unit: "ns".into(),
+            direction: Direction::Lower,
+            value,
+            samples,
+            hdr: None,
+        }
+    }
+}
+
 impl BenchmarkResult {
     /// The benchmark's identity as one string: `name` alone, or `name{k=v,k2=v2}` with the
     /// parameters in key order.
@@ -284,14 +299,7 @@ mod tests {
                 benchmarks: vec![BenchmarkResult {
                     name: "b".into(),
                     params: BTreeMap::new(),
-                    metrics: vec![MetricResult {
-                        name: "time".into(),
-                        unit: "ns".into(),
-                        direction: Direction::Lower,
-                        value,
-                        samples: vec![value],
-                        hdr: None,
-                    }],
+                    metrics: vec![MetricResult::time_ns(value, vec![value])],
                 }],
             },
         }]

@@ -82,14 +82,7 @@ fn suites(commit: usize) -> Vec<SuiteUpload> {
             BenchmarkResult {
                 name: format!("group/bench_{b}"),
                 params: BTreeMap::new(),
-                metrics: vec![MetricResult {
-                    name: "time".into(),
-                    unit: "ns".into(),
-                    direction: Direction::Lower,
-                    value: samples[2],
-                    samples,
-                    hdr: None,
-                }],
+                metrics: vec![MetricResult::time_ns(samples[2], samples)],
             }
         })
         .collect();

@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use kymo_core::clock::ManualClock;
 use kymo_core::db::{LeaseSettings, RegressionFilter};
-use kymo_core::model::Direction;
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use kymo_core::stats::{ANALYSIS_WINDOW, Windows};
@@ -85,14 +84,7 @@ fn suites(commit: usize, series: usize, rng: &mut Rng) -> Vec<SuiteUpload> {
             BenchmarkResult {
                 name: format!("bench_{b}"),
                 params: BTreeMap::new(),
-                metrics: vec![MetricResult {
-                    name: "time".into(),
-                    unit: "ns".into(),
-                    direction: Direction::Lower,
-                    value: sorted[SAMPLES / 2],
-                    samples,
-                    hdr: None,
-                }],
+                metrics: vec![MetricResult::time_ns(sorted[SAMPLES / 2], samples)],
             }
         })
         .collect();

@@ -137,7 +137,6 @@ pub async fn comparison_view(
 
 #[cfg(test)]
 mod tests {
-    use kymo_core::model::Direction;
     use kymo_core::protocol::SuiteUpload;
     use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
     use kymo_core::stats::VerdictKind;
@@ -151,14 +150,7 @@ mod tests {
                 benchmarks: vec![BenchmarkResult {
                     name: "parse".into(),
                     params: Default::default(),
-                    metrics: vec![MetricResult {
-                        name: "time".into(),
-                        unit: "ns".into(),
-                        direction: Direction::Lower,
-                        value: samples[2],
-                        samples: samples.to_vec(),
-                        hdr: None,
-                    }],
+                    metrics: vec![MetricResult::time_ns(samples[2], samples.to_vec())],
                 }],
             },
         }]

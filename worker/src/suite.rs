@@ -450,7 +450,6 @@ pub fn merge_repeats(mut repeats: Vec<SuiteResults>) -> SuiteResults {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kymo_core::model::Direction;
     use kymo_core::results::{BenchmarkResult, MetricResult};
 
     fn one(value: f64, samples: Vec<f64>) -> SuiteResults {
@@ -458,14 +457,7 @@ mod tests {
             benchmarks: vec![BenchmarkResult {
                 name: "b".into(),
                 params: BTreeMap::new(),
-                metrics: vec![MetricResult {
-                    name: "time".into(),
-                    unit: "ns".into(),
-                    direction: Direction::Lower,
-                    value,
-                    samples,
-                    hdr: None,
-                }],
+                metrics: vec![MetricResult::time_ns(value, samples)],
             }],
         }
     }

@@ -135,14 +135,10 @@ mod tests {
             .map(|(name, size, level)| BenchmarkResult {
                 name: (*name).into(),
                 params: [("size".to_owned(), (*size).to_owned())].into(),
-                metrics: vec![MetricResult {
-                    name: "time".into(),
-                    unit: "ns".into(),
-                    direction: Direction::Lower,
-                    value: *level,
-                    samples: [0.99, 1.0, 1.01, 1.005, 0.995].map(|w| level * w).to_vec(),
-                    hdr: None,
-                }],
+                metrics: vec![MetricResult::time_ns(
+                    *level,
+                    [0.99, 1.0, 1.01, 1.005, 0.995].map(|w| level * w).to_vec(),
+                )],
             })
             .collect();
         vec![SuiteUpload {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use axum::http::StatusCode;
 use kymo_core::db::{CommitRecord, Db, RunRecord};
-use kymo_core::model::{CommitSha, Direction, Environment, MachineSpecs};
+use kymo_core::model::{CommitSha, Environment, MachineSpecs};
 use kymo_core::protocol::SuiteUpload;
 use kymo_core::results::{BenchmarkResult, MetricResult, SuiteResults};
 use kymo_core::series_summary::{
@@ -84,14 +84,7 @@ impl History {
         let commit_id = (self.db.commit_id(self.repository_id, sha).await)
             .unwrap()
             .unwrap();
-        let metric = |value| MetricResult {
-            name: "time".into(),
-            unit: "ns".into(),
-            direction: Direction::Lower,
-            value,
-            samples: vec![value],
-            hdr: None,
-        };
+        let metric = |value| MetricResult::time_ns(value, vec![value]);
         let suites = [SuiteUpload {
             suite: "s".into(),
             results: SuiteResults {

@@ -420,14 +420,7 @@ mod tests {
 
     #[test]
     fn counts_join_their_benchmarks_and_never_replace_a_count() {
-        let time = MetricResult {
-            name: "time".into(),
-            unit: "ns".into(),
-            direction: Direction::Lower,
-            value: 1.0,
-            samples: vec![],
-            hdr: None,
-        };
+        let time = MetricResult::time_ns(1.0, vec![]);
         let mut results = SuiteResults {
             benchmarks: vec![BenchmarkResult {
                 name: "g/a".into(),

@@ -7,34 +7,24 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::settings::SuiteBoundary;
-use super::tests::{RESULT, Server};
+use super::tests::{RESULT, Server, write_bench_crate};
 use crate::config::{InstructionCounts, ResultFormat, Suite};
 
 /// A library whose benchmark (its own harness) uses `itoa`, a small crates.io dev-dependency.
 /// Its stderr line is one write, so it cannot interleave with stdout in the log.
 fn write_crate(dir: &Path) {
-    fs::create_dir_all(dir.join("src")).unwrap();
-    fs::create_dir_all(dir.join("benches")).unwrap();
-    fs::write(
-        dir.join("Cargo.toml"),
+    let bench = format!(
+        "fn main() {{ let mut b = itoa::Buffer::new(); \
+         let line = format!(\"sum {{}}\\n\", b.format(tiny::work(1000))); \
+         std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes()).unwrap(); println!(\"{{}}\", r#\"{RESULT}\"#); }}\n"
+    );
+    write_bench_crate(
+        dir,
         "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
          [dev-dependencies]\nitoa = \"1\"\n\n[[bench]]\nname = \"speed\"\nharness = false\n",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("src/lib.rs"),
         "pub fn work(n: u64) -> u64 { (0..n).sum() }\n",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("benches/speed.rs"),
-        format!(
-            "fn main() {{ let mut b = itoa::Buffer::new(); \
-             let line = format!(\"sum {{}}\\n\", b.format(tiny::work(1000))); \
-             std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes()).unwrap(); println!(\"{{}}\", r#\"{RESULT}\"#); }}\n"
-        ),
-    )
-    .unwrap();
+        ("speed", &bench),
+    );
 }
 
 /// `cargo bench` as the README's suites run it: build, then run with the bench profile.

@@ -3,37 +3,28 @@
 //! instructions of one iteration of its routine beside its time, they follow the routine's
 //! work, repeat exactly, and a libtest harness that `cargo bench` also starts is left alone.
 
-use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
 use super::settings::SuiteBoundary;
-use super::tests::Server;
+use super::tests::{Server, write_bench_crate};
 use crate::config::{InstructionCounts, ResultFormat, Suite};
 use crate::instructions::METRIC;
 
 /// A crate whose criterion benchmarks sum the squares of 1,000 and of 2,000 numbers, the
 /// second through `iter_batched` (its setup makes the input); its library has a unit test.
 fn write_crate(dir: &Path) {
-    fs::create_dir_all(dir.join("src")).unwrap();
-    fs::create_dir_all(dir.join("benches")).unwrap();
-    fs::write(
-        dir.join("Cargo.toml"),
+    write_bench_crate(
+        dir,
         "[package]\nname = \"counted\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
          [dev-dependencies]\ncriterion = { version = \"0.8\", default-features = false, \
          features = [\"cargo_bench_support\"] }\n\n[[bench]]\nname = \"sums\"\nharness = false\n",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("src/lib.rs"),
         "pub fn squares(n: u64) -> u64 {\n    let mut total = 0u64;\n    \
          for x in 0..n {\n        total = total.wrapping_add(std::hint::black_box(x * x));\n    }\n    \
          total\n}\n\n#[test]\nfn sums() {\n    assert_eq!(squares(3), 5);\n}\n",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("benches/sums.rs"),
-        "use criterion::{criterion_group, criterion_main, BatchSize, Criterion};\n\
+        (
+            "sums",
+            "use criterion::{criterion_group, criterion_main, BatchSize, Criterion};\n\
          use std::hint::black_box;\nuse std::time::Duration;\n\n\
          fn sums(c: &mut Criterion) {\n    \
          c.bench_function(\"squares/1000\", |b| b.iter(|| counted::squares(black_box(1000))));\n    \
@@ -42,8 +33,8 @@ fn write_crate(dir: &Path) {
          criterion_group! {\n    name = benches;\n    config = Criterion::default().sample_size(10)\n        \
          .warm_up_time(Duration::from_millis(100)).measurement_time(Duration::from_millis(300));\n    \
          targets = sums\n}\ncriterion_main!(benches);\n",
-    )
-    .unwrap();
+        ),
+    );
 }
 
 fn suite() -> Suite {

@@ -354,3 +354,13 @@ fn the_boundary_holds_for_a_worker_that_is_not_root() {
     );
     assert!(report.contains("test result: ok. 9 passed"), "{report}");
 }
+
+/// Writes a crate into `dir`: its `Cargo.toml`, `src/lib.rs` and the benchmark `benches/NAME.rs`
+/// of `bench` (name, source), for the tests that build real crates inside the boundary.
+pub(super) fn write_bench_crate(dir: &Path, manifest: &str, lib: &str, bench: (&str, &str)) {
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::create_dir_all(dir.join("benches")).unwrap();
+    fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    fs::write(dir.join("src/lib.rs"), lib).unwrap();
+    fs::write(dir.join(format!("benches/{}.rs", bench.0)), bench.1).unwrap();
+}
