@@ -112,14 +112,18 @@ pub fn judge_comparison(
         .collect()
 }
 
-/// The benchmarks (by suite and name) still undecided: those with a metric undecided, unless
-/// their instruction count already found a change (work decides before time). Suites with
-/// none are left out: later rounds need not run them.
-pub fn undecided(judged: &[JudgedMetric]) -> Vec<SuiteSelection> {
+/// The benchmarks (by suite and name) still undecided: those with a deciding metric undecided
+/// (of `asked`, the comparison's selection: every metric unless it names some), unless their
+/// instruction count already found a change (work decides before time). Suites with none are
+/// left out: later rounds need not run them.
+pub fn undecided(judged: &[JudgedMetric], asked: &[SuiteSelection]) -> Vec<SuiteSelection> {
+    let deciding = |m: &JudgedMetric| {
+        (asked.iter().find(|s| s.suite == m.suite)).is_none_or(|s| s.decides(&m.metric))
+    };
     let mut by_benchmark: BTreeMap<(&str, &str), (bool, bool)> = BTreeMap::new();
     for m in judged {
         let entry = (by_benchmark.entry((&m.suite, &m.name))).or_insert((false, false));
-        entry.0 |= !m.judged.decided;
+        entry.0 |= deciding(m) && !m.judged.decided;
         entry.1 |= m.metric == WORK_METRIC && m.judged.verdict.kind.is_change();
     }
     let mut selection: Vec<SuiteSelection> = Vec::new();
@@ -130,6 +134,7 @@ pub fn undecided(judged: &[JudgedMetric]) -> Vec<SuiteSelection> {
                 &SuiteSelection {
                     suite: suite.to_owned(),
                     benchmarks: vec![name.to_owned()],
+                    metrics: Vec::new(),
                 },
             );
         }

@@ -84,7 +84,7 @@ fn later_rounds_run_only_what_is_undecided_and_a_change_of_work_decides_at_once(
     // Round 3: `parse` is 40 % slower (decided), `print` unchanged but not yet sure.
     let rounds: Vec<_> = (0..3).map(|i| round(i, 140.0, 1_000_000.0)).collect();
     let judged = judge_comparison(&rounds, &SequentialPlan::adaptive(20), false);
-    let open = undecided(&judged);
+    let open = undecided(&judged, &[]);
     assert!(
         open.iter()
             .all(|s| !s.benchmarks.contains(&"parse".to_owned())),
@@ -95,18 +95,46 @@ fn later_rounds_run_only_what_is_undecided_and_a_change_of_work_decides_at_once(
     let judged = judge_comparison(&rounds, &SequentialPlan::adaptive(20), false);
     let work = judged.iter().find(|m| m.metric == WORK_METRIC).unwrap();
     assert_eq!(work.judged.verdict.kind, VerdictKind::Regression);
-    let open = undecided(&judged);
+    let open = undecided(&judged, &[]);
     assert_eq!(
         open,
         [SuiteSelection {
             suite: "s".into(),
-            benchmarks: vec!["print".into()]
+            benchmarks: vec!["print".into()],
+            metrics: vec![],
         }]
     );
     // Everything decided: nothing left to run.
     let same: Vec<_> = (0..20).map(|_| round(0, 100.0, 1_000_000.0)).collect();
     let judged = judge_comparison(&same, &SequentialPlan::adaptive(20), true);
-    assert!(undecided(&judged).is_empty(), "{judged:?}");
+    assert!(undecided(&judged, &[]).is_empty(), "{judged:?}");
+}
+
+#[test]
+fn a_comparison_that_names_its_deciding_metrics_waits_only_for_them() {
+    // After two rounds no time is decided (the first look is after three); the counts of
+    // `parse` are (1 % more work).
+    let rounds: Vec<_> = (0..2).map(|i| round(i, 140.0, 1_010_000.0)).collect();
+    let judged = judge_comparison(&rounds, &SequentialPlan::adaptive(20), false);
+    let print = SuiteSelection {
+        suite: "s".into(),
+        benchmarks: vec!["print".into()],
+        metrics: vec![],
+    };
+    assert_eq!(undecided(&judged, &[]), std::slice::from_ref(&print));
+    // A confirmation of the change of counts waits for nothing else.
+    let counts = SuiteSelection {
+        metrics: vec![WORK_METRIC.into()],
+        benchmarks: vec![],
+        ..print.clone()
+    };
+    assert!(undecided(&judged, &[counts]).is_empty(), "{judged:?}");
+    // One of `print`'s time waits for it.
+    let time = SuiteSelection {
+        metrics: vec!["time".into()],
+        ..print.clone()
+    };
+    assert_eq!(undecided(&judged, &[time]), [print]);
 }
 
 #[test]

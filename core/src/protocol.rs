@@ -254,6 +254,11 @@ pub struct SuiteSelection {
     /// Benchmark names (without parameters).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub benchmarks: Vec<String>,
+    /// The metrics whose verdicts decide its benchmarks (empty: every metric). An adaptive
+    /// comparison stops measuring a benchmark once these are decided: a confirmation names
+    /// the metric of its change, and the verdicts of the others need not hold it up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
 }
 
 /// The environment variable that names the benchmarks a suite's command need run, one per
@@ -289,28 +294,43 @@ impl SuiteSelection {
             selection.push(other.clone());
             return;
         };
-        if own.benchmarks.is_empty() || other.benchmarks.is_empty() {
-            own.benchmarks.clear();
-            return;
-        }
-        for name in &other.benchmarks {
-            if !own.benchmarks.contains(name) {
-                own.benchmarks.push(name.clone());
-            }
-        }
+        widen_names(&mut own.benchmarks, &other.benchmarks);
+        widen_names(&mut own.metrics, &other.metrics);
     }
 
     /// Whether measuring `selection` measures everything `wanted` asks for (an empty
-    /// selection measures everything).
+    /// selection measures everything), and waits for every metric it waits for.
     pub fn covers(selection: &[SuiteSelection], wanted: &SuiteSelection) -> bool {
         selection.is_empty()
             || selection.iter().any(|s| {
                 s.suite == wanted.suite
-                    && (s.benchmarks.is_empty()
-                        || (!wanted.benchmarks.is_empty()
-                            && wanted.benchmarks.iter().all(|b| s.benchmarks.contains(b))))
+                    && includes(&s.benchmarks, &wanted.benchmarks)
+                    && includes(&s.metrics, &wanted.metrics)
             })
     }
+
+    /// Whether `metric`'s verdict decides a benchmark of this selection.
+    pub fn decides(&self, metric: &str) -> bool {
+        self.metrics.is_empty() || self.metrics.iter().any(|m| m == metric)
+    }
+}
+
+/// Adds `other`'s names to `own` (empty: all of them, which wins).
+fn widen_names(own: &mut Vec<String>, other: &[String]) {
+    if own.is_empty() || other.is_empty() {
+        own.clear();
+        return;
+    }
+    for name in other {
+        if !own.contains(name) {
+            own.push(name.clone());
+        }
+    }
+}
+
+/// Whether the names `have` include all of `want` (empty: all names).
+fn includes(have: &[String], want: &[String]) -> bool {
+    have.is_empty() || (!want.is_empty() && want.iter().all(|w| have.contains(w)))
 }
 
 /// One round of a comparison: every suite of the base, then every suite of the head.
@@ -466,7 +486,40 @@ mod tests {
         SuiteSelection {
             suite: suite.into(),
             benchmarks: benchmarks.iter().map(|b| b.to_string()).collect(),
+            metrics: Vec::new(),
         }
+    }
+
+    fn deciding(mut selection: SuiteSelection, metrics: &[&str]) -> SuiteSelection {
+        selection.metrics = metrics.iter().map(|m| m.to_string()).collect();
+        selection
+    }
+
+    #[test]
+    fn a_selection_waits_for_the_metrics_of_either_side() {
+        let time = deciding(select("kernels", &["a"]), &["time"]);
+        let mut selection = vec![time.clone()];
+        assert!(SuiteSelection::covers(&selection, &time));
+        assert!(selection[0].decides("time") && !selection[0].decides("latency"));
+        let latency = deciding(select("kernels", &["a"]), &["latency"]);
+        assert!(
+            !SuiteSelection::covers(&selection, &latency),
+            "it would stop before latency is decided"
+        );
+        assert!(!SuiteSelection::covers(
+            &selection,
+            &select("kernels", &["a"])
+        ));
+        SuiteSelection::widen(&mut selection, &latency);
+        assert_eq!(selection[0].metrics, ["time", "latency"]);
+        assert!(SuiteSelection::covers(&selection, &latency));
+        SuiteSelection::widen(&mut selection, &select("kernels", &["b"]));
+        assert_eq!(
+            selection,
+            [select("kernels", &["a", "b"])],
+            "every metric wins"
+        );
+        assert!(selection[0].decides("latency") && selection[0].decides("throughput"));
     }
 
     #[test]

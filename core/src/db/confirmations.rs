@@ -62,12 +62,13 @@ pub struct ConfirmationTarget {
 
 impl ConfirmationTarget {
     /// What its re-measurement measures: its benchmark (every parameter of that name) in its
-    /// suite.
+    /// suite, until the verdict of its metric is decided.
     pub fn selection(&self) -> SuiteSelection {
         let name = self.benchmark.split('{').next().unwrap_or_default();
         SuiteSelection {
             suite: self.suite.clone(),
             benchmarks: vec![name.to_owned()],
+            metrics: vec![self.metric.clone()],
         }
     }
 }
