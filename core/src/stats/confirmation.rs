@@ -49,8 +49,8 @@ pub fn instructions_tolerance_pct(history: &[f64]) -> f64 {
 /// change is not confirmed.
 pub const CONFIRMATION_ROUNDS: i64 = 9;
 
-/// How long a re-measurement's rounds may take, in seconds: a suspect whose benchmark runs for
-/// a minute a side still gets its first looks.
+/// How long a re-measurement's rounds may take, in seconds. However long a round takes, the
+/// budget never ends the rounds before the first look.
 pub const CONFIRMATION_BUDGET_SECONDS: i64 = 300;
 
 /// What the re-measurement said about a change point.

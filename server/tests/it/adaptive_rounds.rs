@@ -145,6 +145,36 @@ fn a_one_percent_change_in_loud_wall_time_runs_to_its_budget_and_is_inconclusive
 }
 
 #[test]
+fn a_budget_shorter_than_two_rounds_still_gets_the_first_look() {
+    let server = KymoServer::start(&[]);
+    let repo = repository();
+    assert_ok(&server.kymo(&["repo", "add", "app", repo.path().to_str().unwrap()]));
+    // A suite that takes 3 s a side: two rounds (12 s) spend the whole 10-second budget.
+    let slow = kymo_toml("sleep 3; sh bench.sh", "60s", 1);
+    git_branch_off(&repo, "main", "slow", &[("kymo.toml", &slow)]);
+    git_branch_off(&repo, "slow", "slow-40pc", &[("work.txt", "420000\n")]);
+
+    let args = [
+        "try",
+        "app",
+        "slow-40pc",
+        "--base",
+        "slow",
+        "--budget",
+        "10s",
+    ];
+    let run = server.kymo(&args);
+    let view = latest_view(&server);
+    // Cut at two rounds, before the first look, it is judged on one degree of freedom.
+    assert_eq!(view["rounds_run"], 3, "{view:#}");
+    assert_eq!(
+        view["report"]["rows"][0]["verdict"]["kind"], "regression",
+        "{view:#}"
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", stdout(&run));
+}
+
+#[test]
 fn budgets_outside_their_range_are_refused_and_queue_nothing() {
     let server = KymoServer::start(&[]);
     let repo = repository();

@@ -10,7 +10,7 @@ use kymo_core::interleaved::{judge_comparison, undecided};
 use kymo_core::protocol::{
     ClaimedJob, ComparedRound, ComparisonSpec, JobOutcome, SuiteSelection, log_tail,
 };
-use kymo_core::stats::sequential::SequentialPlan;
+use kymo_core::stats::sequential::{LOOKS, SequentialPlan};
 
 use super::{JobControl, MAX_LOG, Worker};
 use crate::config::Suite;
@@ -97,7 +97,9 @@ impl Worker {
             if let Some(budget) = spec.budget_seconds {
                 let spent = started.elapsed();
                 let next = spent + spent / round;
-                if round >= 2 && next > Duration::from_secs(budget.into()) {
+                // Rounds before the first look decide nothing: the budget ends the rounds
+                // from the first look on, however long a round takes.
+                if round as usize >= LOOKS[0] && next > Duration::from_secs(budget.into()) {
                     log.push_str(&format!(
                         "# the budget of {budget}s ends the rounds after {round} ({:.0}s)\n",
                         spent.as_secs_f64()
