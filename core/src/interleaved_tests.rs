@@ -129,7 +129,7 @@ fn a_comparison_that_names_its_deciding_metrics_waits_only_for_them() {
         ..print.clone()
     };
     assert!(undecided(&judged, &[counts]).is_empty(), "{judged:?}");
-    // One of `print`'s time waits for it.
+    // One that waits for `print`'s time waits for `print`.
     let time = SuiteSelection {
         metrics: vec!["time".into()],
         ..print.clone()

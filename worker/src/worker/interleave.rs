@@ -84,8 +84,7 @@ impl Worker {
             measured.push(ComparedRound { base, head });
             // Time is decided only at the plan's looks; instruction counts from two rounds on.
             if plan.adaptive {
-                let judged = judge_comparison(&measured, &plan, false);
-                let open = undecided(&judged, &spec.selection);
+                let open = undecided(&judge_comparison(&measured, &plan, false), &spec.selection);
                 match narrowed(&spec.selection, open) {
                     Some(open) => selection = open,
                     None => {
@@ -97,8 +96,8 @@ impl Worker {
             if let Some(budget) = spec.budget_seconds {
                 let spent = started.elapsed();
                 let next = spent + spent / round;
-                // Rounds before the first look decide nothing: the budget ends the rounds
-                // from the first look on, however long a round takes.
+                // Fewer rounds than the first look are too few to tell a change: the budget
+                // ends the rounds from the first look on, however long a round takes.
                 if round as usize >= LOOKS[0] && next > Duration::from_secs(budget.into()) {
                     log.push_str(&format!(
                         "# the budget of {budget}s ends the rounds after {round} ({:.0}s)\n",
