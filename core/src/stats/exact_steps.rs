@@ -18,6 +18,7 @@
 use crate::model::Direction;
 
 use super::changepoint::ChangePoint;
+use super::mann_whitney::exact_two_sided;
 use super::noise::CommitObservation;
 use super::robust::median;
 use super::sensitivity::Sensitivity;
@@ -136,7 +137,8 @@ fn step(
         // Every commit of a level repeats its value: the change is known exactly.
         ci_low_pct: change_pct,
         ci_high_pct: change_pct,
-        p_value: separated_rank_p(n, m),
+        // All of one level on one side of the other: the rank test's U is 0.
+        p_value: exact_two_sided(0, n, m),
         noise_pct: spread * 100.0,
         segment_before: n,
         segment_after: m,
@@ -144,13 +146,6 @@ fn step(
         evidence_after: m,
         method: "repeating-values",
     }
-}
-
-/// The two-sided rank test's p-value for `n` values all on one side of `m` others:
-/// 2 / C(n + m, n), at most 1.
-fn separated_rank_p(n: usize, m: usize) -> f64 {
-    let choose = (1..=n.min(m)).fold(1.0, |c: f64, k| c * (n + m + 1 - k) as f64 / k as f64);
-    (2.0 / choose).min(1.0)
 }
 
 #[cfg(test)]

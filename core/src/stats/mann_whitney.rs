@@ -90,7 +90,7 @@ pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> RankTest {
 /// [m+n choose m]_q, built by multiplying in (1 − q^{n+i})/(1 − q^i) for i = 1..m. A
 /// coefficient depends only on lower ones, so the polynomial is kept only up to the smaller
 /// tail of U (small coefficients, exact in f64); the other tail follows by symmetry.
-fn exact_two_sided(u: usize, m: usize, n: usize) -> f64 {
+pub(super) fn exact_two_sided(u: usize, m: usize, n: usize) -> f64 {
     let (m, n) = (m.min(n), m.max(n));
     let u = u.min(m * n - u);
     let mut counts = vec![0.0_f64; u + 1];
