@@ -7,6 +7,8 @@
 #
 #   scripts/demo-outcome.sh [KYMO_BINARY] [RUNS]      (BUSY=2 by default)
 #
+# CONDITIONS="bursty" runs only the busy half (default: "idle bursty").
+#
 # The load average before each run is printed too: other work on a shared machine is load the
 # script does not control.
 set -euo pipefail
@@ -46,10 +48,15 @@ run_once() {
     sed 's/^ */              /' || true
 }
 
+conditions="${CONDITIONS:-idle bursty}"
 printf '%-8s %2s  %-10s  %5s  %s\n' condition run "" time outcome
-for i in $(seq 1 "$runs"); do run_once idle "$i"; done
-for _ in $(seq 1 "$busy"); do
-  bursty &
-  hogs+=("$!")
-done
-for i in $(seq 1 "$runs"); do run_once bursty "$i"; done
+if [[ " $conditions " == *" idle "* ]]; then
+  for i in $(seq 1 "$runs"); do run_once idle "$i"; done
+fi
+if [[ " $conditions " == *" bursty "* ]]; then
+  for _ in $(seq 1 "$busy"); do
+    bursty &
+    hogs+=("$!")
+  done
+  for i in $(seq 1 "$runs"); do run_once bursty "$i"; done
+fi

@@ -233,5 +233,18 @@ pub fn level_for(positions: i64, buckets: i64) -> Option<u8> {
         .find(|&level| positions / span(level) >= buckets)
 }
 
+/// The points a chart draws of consecutive `buckets`: the lowest and highest of each in
+/// position order (a pixel column shows no more of the commits under it), and the window's
+/// first and last point, so that the chart spans the whole window.
+pub fn drawn_points(buckets: &[BucketSummary]) -> Vec<Located> {
+    let ends = buckets.first().map(|b| b.first).into_iter();
+    let mut points: Vec<Located> = (ends.chain(buckets.iter().flat_map(|b| [b.low, b.high])))
+        .chain(buckets.last().map(|b| b.last))
+        .collect();
+    points.sort_by_key(|p| p.position);
+    points.dedup_by_key(|p| p.position);
+    points
+}
+
 #[cfg(test)]
 mod tests;

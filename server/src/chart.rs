@@ -102,6 +102,9 @@ pub struct TrendChart<'a> {
     pub baseline: Option<Baseline<'a>>,
     /// How values map to heights; a logarithmic axis leaves out values of zero or below.
     pub y_scale: YScale,
+    /// Whether the points are the extremes of buckets of history (a window drawn from its
+    /// summaries): neighbours are then commits apart with no gap in the measurements between.
+    pub summarized: bool,
 }
 
 impl<'a> TrendChart<'a> {
@@ -119,6 +122,7 @@ impl<'a> TrendChart<'a> {
             annotations: &[],
             baseline: None,
             y_scale: YScale::Linear,
+            summarized: false,
         }
     }
 
@@ -163,6 +167,12 @@ impl<'a> TrendChart<'a> {
     #[must_use]
     pub fn with_y_scale(self, y_scale: YScale) -> Self {
         Self { y_scale, ..self }
+    }
+
+    /// The same chart, of points that stand for buckets of history when `summarized`.
+    #[must_use]
+    pub fn drawn_from_summaries(self, summarized: bool) -> Self {
+        Self { summarized, ..self }
     }
 
     /// The same chart with a baseline at `value`, labelled `label`.
@@ -366,7 +376,7 @@ fn render_points(chart: &TrendChart, points: &[&TrendPoint]) -> Result<String, C
         )
         .map_err(draw_error)?;
         draw_band(&mut plot, chart.band, (first, last))?;
-        draw_series(&mut plot, &thinned, spacing)?;
+        draw_series(&mut plot, &thinned, spacing, chart.summarized)?;
         let to_px = |x: i64, y: f64| plot.backend_coord(&(x, y));
         let (left, top) = to_px(x_range.start, y_hi);
         let (right, bottom) = to_px(x_range.end, y_lo);
@@ -427,7 +437,12 @@ fn draw_band(plot: &mut Plot, band: &[BandPoint], shown: (i64, i64)) -> Result<(
 /// Whiskers first (unless the series is thinned: they would merge into a smear), then the line
 /// over them: solid between neighbouring commits, thin and faint across commits that were not
 /// measured. The linked circles are added later on top.
-fn draw_series(plot: &mut Plot, thinned: &Thinned, spacing: f64) -> Result<(), ChartError> {
+fn draw_series(
+    plot: &mut Plot,
+    thinned: &Thinned,
+    spacing: f64,
+    summarized: bool,
+) -> Result<(), ChartError> {
     let whisker_style = LINE_COLOR.mix(0.45).stroke_width(1);
     if !thinned.thinned {
         let ranges = thinned
@@ -449,7 +464,12 @@ fn draw_series(plot: &mut Plot, thinned: &Thinned, spacing: f64) -> Result<(), C
                 .map_err(draw_error)?;
         }
     }
-    let (runs, gaps) = split_at_gaps(&thinned.line);
+    let (runs, gaps) = if summarized {
+        let line = thinned.line.iter().map(|(_, p)| (x_of(p), p.value));
+        (vec![line.collect()], Vec::new())
+    } else {
+        split_at_gaps(&thinned.line)
+    };
     plot.draw_series(
         gaps.into_iter()
             .map(|(a, b)| PathElement::new(vec![a, b], LINE_COLOR.mix(0.35).stroke_width(1))),

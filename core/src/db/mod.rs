@@ -82,6 +82,7 @@ pub use regressions::{
 pub use repos::{CommitRecord, RepositoryRow, RepositorySettings, validate_repository};
 pub use sensitivity::{SensitivityRule, sensitivity_for};
 pub use staging::{MERGE_ROWS, MergeSummary};
+pub use summary_reads::SummaryWindow;
 pub use webhooks::{ChainCommit, NewDelivery, RepositoryRemote, WebhookDeliveryRow};
 pub use windows::WindowPoint;
 

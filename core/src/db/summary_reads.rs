@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use super::summaries::{StoredSummary, SummaryKey, read_summaries};
 use super::{Db, DbError};
 use crate::series_summary::{
-    BucketSummary, LEVELS, Piece, SummaryPoint, bucket_of, cover, summarize,
+    BucketSummary, LEVELS, Piece, SummaryPoint, bucket_of, cover, drawn_points, level_for,
+    summarize,
 };
 
 /// A window of a series as summaries: what a chart of it draws.
@@ -16,7 +17,8 @@ use crate::series_summary::{
 pub struct SummaryWindow {
     /// Disjoint summaries that cover the window, in position order.
     pub buckets: Vec<BucketSummary>,
-    /// The sha and commit time (Unix seconds) of every position the buckets name.
+    /// The sha and commit time (Unix seconds) of every point a chart draws of the buckets
+    /// ([`drawn_points`]).
     pub commits: HashMap<i64, (String, i64)>,
     /// The kernel and toolchain of every environment the buckets name.
     pub environments: HashMap<i64, (String, String)>,
@@ -38,14 +40,16 @@ fn by_position(rows: Vec<RawPoint>) -> BTreeMap<i64, RawPoint> {
 
 impl Db {
     /// The newest `last` commits of history up to position `until` (the series' newest point
-    /// when `None`) of a series, summarized at `level` ([`cover`]).
+    /// when `None`) of a series, summarized at the coarsest level that still gives `buckets`
+    /// buckets over them ([`level_for`], [`cover`]); `None` when the window holds too few
+    /// commits for that (a short history), and is read point by point.
     pub async fn series_summary_window(
         &self,
         series_id: i64,
         last: i64,
         until: Option<i64>,
-        level: u8,
-    ) -> Result<SummaryWindow, DbError> {
+        buckets: i64,
+    ) -> Result<Option<SummaryWindow>, DbError> {
         let staged = self.staged_points(series_id).await?;
         let newest_merged = sqlx::query_scalar!(
             r#"SELECT max(last_position) AS "newest?: i64" FROM series_summaries
@@ -57,9 +61,12 @@ impl Db {
         .await?;
         let newest = newest_merged.max(staged.keys().next_back().copied());
         let Some(to) = until.or(newest) else {
-            return Ok(SummaryWindow::default());
+            return Ok(None);
         };
         let from = (to - last + 1).max(0);
+        let Some(level) = level_for(to - from + 1, buckets) else {
+            return Ok(None);
+        };
         let dirty: Vec<i64> = (staged.range(from..=to))
             .map(|(position, _)| bucket_of(0, *position))
             .collect();
@@ -80,11 +87,11 @@ impl Db {
         let mut ids: HashMap<(String, String), i64> = (names.iter())
             .map(|(id, name)| (name.clone(), *id))
             .collect();
-        let mut buckets = Vec::with_capacity(pieces.len());
+        let mut summaries = Vec::with_capacity(pieces.len());
         for piece in &pieces {
             match *piece {
                 Piece::Bucket { level, bucket } => {
-                    buckets.extend(stored.get(&(level, bucket)).copied());
+                    summaries.extend(stored.get(&(level, bucket)).copied());
                 }
                 Piece::Points(a, b) => {
                     let points: Vec<SummaryPoint> = (raw.range(a..=b))
@@ -101,23 +108,27 @@ impl Db {
                             }
                         })
                         .collect();
-                    buckets.extend(summarize(0, bucket_of(0, a), &points));
+                    // Ends and staged stretches, by the level-0 buckets they fall in.
+                    let bucket = |p: &SummaryPoint| bucket_of(0, p.position);
+                    for part in points.chunk_by(|p, q| bucket(p) == bucket(q)) {
+                        summaries.extend(summarize(0, bucket(&part[0]), part));
+                    }
                 }
             }
         }
-        let commits = self.commits_at(series_id, &buckets).await?;
+        let commits = self.commits_at(series_id, &summaries).await?;
         names.retain(|id, _| {
-            (buckets.iter()).any(|b| {
+            (summaries.iter()).any(|b| {
                 b.first_environment == *id
                     || b.last_environment == *id
                     || b.change.is_some_and(|c| c.to == *id || c.from == *id)
             })
         });
-        Ok(SummaryWindow {
-            buckets,
+        Ok(Some(SummaryWindow {
+            buckets: summaries,
             commits,
             environments: names,
-        })
+        }))
     }
 
     /// The staged points of a series on the tracked branch (its latest staged run of each
@@ -200,33 +211,22 @@ impl Db {
             .collect())
     }
 
-    /// The sha and time of the commits at the positions `buckets` name.
+    /// The sha and time of the commits a chart of `buckets` draws ([`drawn_points`]).
     async fn commits_at(
         &self,
         series_id: i64,
         buckets: &[BucketSummary],
     ) -> Result<HashMap<i64, (String, i64)>, DbError> {
-        let mut positions: Vec<i64> = (buckets.iter())
-            .flat_map(|b| {
-                let change = b.change.map(|c| c.position);
-                [
-                    b.low.position,
-                    b.high.position,
-                    b.first.position,
-                    b.last.position,
-                ]
-                .into_iter()
-                .chain(change)
-            })
-            .collect();
-        positions.sort_unstable();
-        positions.dedup();
+        let positions: Vec<i64> = (drawn_points(buckets).iter()).map(|p| p.position).collect();
         if positions.is_empty() {
             return Ok(HashMap::new());
         }
         let json = serde_json::to_string(&positions).expect("integers");
-        let rows = sqlx::query!(
-            r#"SELECT c.position AS "position!", c.sha, c.committed_at
+        // One row of JSON rather than a row a commit: a page names some 1,500 commits a chart,
+        // and each row handed from SQLite's thread to the page's costs more than finding it.
+        let found = sqlx::query_scalar!(
+            r#"SELECT json_group_array(json_array(c.position, c.sha, c.committed_at))
+                 AS "found!: String"
                FROM json_each(?2) AS j
                CROSS JOIN commits c ON c.repository_id = (SELECT b.repository_id FROM series s
                                           JOIN benchmarks b ON b.id = s.benchmark_id
@@ -235,11 +235,13 @@ impl Db {
             series_id,
             json
         )
-        .fetch_all(&self.reader)
+        .fetch_one(&self.reader)
         .await?;
+        let rows: Vec<(i64, String, i64)> = serde_json::from_str(&found)
+            .map_err(|err| DbError::Sqlx(sqlx::Error::Decode(Box::new(err))))?;
         Ok(rows
             .into_iter()
-            .map(|r| (r.position, (r.sha, r.committed_at)))
+            .map(|(position, sha, time)| (position, (sha, time)))
             .collect())
     }
 

@@ -163,3 +163,22 @@ fn the_level_keeps_at_least_the_buckets_asked_for() {
         assert!(level == LEVELS - 1 || positions / span(level + 1) < 292);
     }
 }
+
+#[test]
+fn a_chart_draws_each_bucket_through_its_extremes_between_the_window_s_ends() {
+    let points = series(0..1_000, 7);
+    let buckets = summarize_all(&points);
+    let level0: Vec<BucketSummary> = buckets.iter().filter(|b| b.level == 0).copied().collect();
+    let drawn = drawn_points(&level0);
+    let positions: Vec<i64> = drawn.iter().map(|p| p.position).collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "in order, once each"
+    );
+    assert_eq!((positions[0], positions[positions.len() - 1]), (0, 999));
+    for b in &level0 {
+        assert!(drawn.contains(&b.low) && drawn.contains(&b.high), "{b:?}");
+    }
+    assert!(drawn.len() <= level0.len() * 2 + 2);
+    assert!(drawn_points(&[]).is_empty());
+}

@@ -541,6 +541,34 @@ fn commits_that_were_not_measured_leave_a_faint_gap_in_the_line() {
 }
 
 #[test]
+fn the_extremes_of_buckets_of_history_make_one_line_without_gaps() {
+    // What a zoomed-out window reads from summaries: a bucket's lowest and highest points,
+    // commits apart, with every commit between them measured.
+    let points: Vec<TrendPoint> = (0..600)
+        .map(|i| point(i * 50 + i % 2 * 17, 10.0 + (i % 2) as f64))
+        .collect();
+    let summarized = render_trend_svg(&chart(&points).drawn_from_summaries(true)).unwrap();
+    assert_well_formed(&summarized);
+    assert_eq!(
+        summarized.matches("stroke-width=\"2\"").count(),
+        1,
+        "one line"
+    );
+    assert_eq!(summarized.matches("opacity=\"0.35\"").count(), 0, "no gaps");
+    let raw = render(&points);
+    assert!(
+        raw.matches("opacity=\"0.35\"").count() > 100,
+        "points apart are gaps"
+    );
+    assert!(
+        summarized.len() * 2 < raw.len(),
+        "{} against {}",
+        summarized.len(),
+        raw.len()
+    );
+}
+
+#[test]
 fn an_all_zero_series_has_no_negative_zero_on_its_axis() {
     let svg = render(&series(&[0.0, 0.0, 0.0]));
     assert!(!svg.contains("\n-0.0\n"), "{svg}");

@@ -107,9 +107,13 @@ pub async fn benchmark(
     // The oldest and newest commit shown on any chart: (position, sha, time).
     let mut oldest: Option<(usize, String, Option<i64>)> = None;
     let mut newest: Option<(usize, String, Option<i64>)> = None;
-    for series in all {
-        let mut trend =
-            load_series_trend(&state, &repo_name, &series, window, &regressions).await?;
+    // The charts' reads at once: each waits on its own reader connection more than it works.
+    let trends = futures_util::future::try_join_all(
+        (all.iter())
+            .map(|series| load_series_trend(&state, &repo_name, series, window, &regressions)),
+    )
+    .await?;
+    for (series, mut trend) in all.into_iter().zip(trends) {
         trend.y_scale = y_scale;
         if let (Some(first), Some(last)) = (trend.points.first(), trend.points.last()) {
             if oldest.as_ref().is_none_or(|o| first.position < o.0) {

@@ -1,9 +1,9 @@
 //! One series as a trend graph with its overlays: what the benchmark page shows per series
 //! and what the embeddable `trend.svg` image draws.
 
-use kymo_core::db::{BenchmarkSeriesRow, EnvironmentPoint, RegressionRow};
+use kymo_core::db::{BenchmarkSeriesRow, EnvironmentPoint, RegressionRow, SummaryWindow};
 use kymo_core::results::quartiles;
-use kymo_core::series_summary::level_for;
+use kymo_core::series_summary::{drawn_points, level_for};
 
 use super::overlays::{Overlays, overlays};
 use crate::chart::{
@@ -15,7 +15,8 @@ use crate::state::AppState;
 
 /// Which stretch of history a chart shows: the newest `last` measured commits up to position
 /// `until` (the newest commit when `None`); a window too wide to draw point by point (see
-/// [`level_for`]) is the newest `last` commits of history up to the series' newest point.
+/// [`level_for`]) is the newest `last` commits of history up to the series' newest point
+/// (all of them when the history is shorter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
     pub last: i64,
@@ -31,6 +32,8 @@ pub struct SeriesTrend {
     pub overlays: Overlays,
     /// How the chart maps values to heights; linear unless the reader asks for log.
     pub y_scale: YScale,
+    /// Whether the points are the extremes of the window's buckets, read from summaries.
+    pub summarized: bool,
 }
 
 /// Loads `series` in `window` and builds its overlays from `regressions` (the benchmark's;
@@ -49,8 +52,18 @@ pub async fn load_series_trend(
         .filter(|r| r.series_id == series.id)
         .collect();
     let buckets = pixel_buckets(DEFAULT_WIDTH) as i64;
-    let (points, measured, environments, noise) = match level_for(window.last, buckets) {
-        Some(level) => summarized_points(state, repo_name, series.id, window, level).await?,
+    // Only a window wide enough for summaries asks how much history it holds.
+    let summary = match level_for(window.last, buckets) {
+        Some(_) => {
+            (state.db)
+                .series_summary_window(series.id, window.last, window.until, buckets)
+                .await?
+        }
+        None => None,
+    };
+    let summarized = summary.is_some();
+    let (points, measured, environments, noise) = match summary {
+        Some(summary) => summarized_points(state, repo_name, series.id, summary).await?,
         None => window_points(state, repo_name, series.id, window).await?,
     };
     Ok(SeriesTrend {
@@ -59,6 +72,7 @@ pub async fn load_series_trend(
         points,
         measured,
         y_scale: YScale::Linear,
+        summarized,
     })
 }
 
@@ -106,21 +120,29 @@ async fn window_points(
     Ok((points, shown, environments, None))
 }
 
-/// The window from the series' summaries at `level`: each bucket drawn through its first,
-/// lowest, highest and last point (the chart thins them further to its pixel columns), its
-/// environments where they changed, and the band from the noise the analysis stored.
+/// The window from the series' summaries: each bucket drawn through its lowest and highest
+/// point (the chart thins them further to its pixel columns), its environments where they
+/// changed, and the band from the noise the analysis stored.
 async fn summarized_points(
     state: &AppState,
     repo_name: &str,
     series_id: i64,
-    window: Window,
-    level: u8,
+    summary: SummaryWindow,
 ) -> AppResult<Drawn> {
-    let summary = (state.db)
-        .series_summary_window(series_id, window.last, window.until, level)
-        .await?;
-    let mut points: Vec<TrendPoint> = Vec::with_capacity(summary.buckets.len() * 4);
-    let mut environments = Vec::with_capacity(summary.buckets.len() * 2);
+    let points: Vec<TrendPoint> = (drawn_points(&summary.buckets).into_iter())
+        .filter_map(|p| {
+            let (sha, time) = summary.commits.get(&p.position)?;
+            Some(TrendPoint {
+                position: p.position as usize,
+                sha: sha.clone(),
+                value: p.value,
+                low: None,
+                high: None,
+                href: commit_href(repo_name, sha),
+                committed_at: Some(*time),
+            })
+        })
+        .collect();
     let environment = |position: i64, id: i64| {
         let (kernel, toolchain) = summary.environments.get(&id).cloned().unwrap_or_default();
         EnvironmentPoint {
@@ -129,32 +151,15 @@ async fn summarized_points(
             toolchain,
         }
     };
-    for bucket in &summary.buckets {
-        let mut named = [bucket.first, bucket.low, bucket.high, bucket.last];
-        named.sort_by_key(|p| p.position);
-        for (i, p) in named.iter().enumerate() {
-            if i > 0 && named[i - 1].position == p.position {
-                continue;
-            }
-            let Some((sha, time)) = summary.commits.get(&p.position) else {
-                continue;
-            };
-            points.push(TrendPoint {
-                position: p.position as usize,
-                sha: sha.clone(),
-                value: p.value,
-                low: None,
-                high: None,
-                href: commit_href(repo_name, sha),
-                committed_at: Some(*time),
-            });
-        }
-        environments.push(environment(bucket.first.position, bucket.first_environment));
-        if let Some(change) = bucket.change {
-            environments.push(environment(change.position, change.to));
-        }
-        environments.push(environment(bucket.last.position, bucket.last_environment));
-    }
+    let environments: Vec<EnvironmentPoint> = (summary.buckets.iter())
+        .flat_map(|bucket| {
+            let change = bucket.change.map(|c| environment(c.position, c.to));
+            [environment(bucket.first.position, bucket.first_environment)]
+                .into_iter()
+                .chain(change)
+                .chain([environment(bucket.last.position, bucket.last_environment)])
+        })
+        .collect();
     let measured = summary.buckets.iter().map(|b| b.points as usize).sum();
     let noise = (state.db.noise_windows(&[series_id]).await?)
         .into_iter()
@@ -176,6 +181,7 @@ impl SeriesTrend {
             .with_band(&self.overlays.band)
             .with_annotations(&self.overlays.annotations)
             .with_y_scale(self.y_scale)
+            .drawn_from_summaries(self.summarized)
     }
 
     /// Inline SVG for a page, scaling with its container.

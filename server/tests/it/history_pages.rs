@@ -255,14 +255,16 @@ async fn a_window_read_from_summaries_holds_every_point_staged_ones_included() {
             environment: environment(&p.environment.toolchain),
         })
         .collect();
-    for (last, until, level) in [
-        (1_500, None, 0),
-        (1_000, Some(1_234), 1),
-        (700, Some(1_499), 0),
+    // (window, buckets asked for, the level that gives them)
+    for (last, until, buckets, level) in [
+        (1_500, None, 90, 0),
+        (1_000, Some(1_234), 15, 1),
+        (700, Some(1_499), 40, 0),
     ] {
-        let window = (h.db.series_summary_window(a, last, until, level))
+        let window = (h.db.series_summary_window(a, last, until, buckets))
             .await
-            .unwrap();
+            .unwrap()
+            .expect("enough commits for summaries");
         // Environment ids are the store's: compare them by name.
         let named: Vec<BucketSummary> = (window.buckets.iter())
             .map(|b| {
@@ -349,6 +351,35 @@ async fn a_zoomed_out_page_draws_the_extremes_of_its_whole_window() {
     let newest = page("").await;
     assert!(newest.contains(&format!("/repos/r/commits/{}", sha(5_999, 0).as_str())));
     assert!(newest.contains("the newest 1000 commits"));
+}
+
+#[tokio::test]
+async fn a_short_history_zoomed_out_shows_every_commit() {
+    let app = TestApp::new().await;
+    let _tracked = app.tracked_repository(1).await;
+    let repository = app.state.db.repository("r").await.unwrap();
+    let h = History::on(
+        app.state.db.clone(),
+        repository.id,
+        300,
+        tempfile::tempdir().unwrap(),
+    )
+    .await;
+    for i in 0..300 {
+        let value = 100.0 + (i % 7) as f64;
+        h.store(&sha(i, 0), &[("b", value)], "rustc 1.94").await;
+    }
+    // A window of 100,000 commits over 300: too few for summaries to lose nothing, so every
+    // commit is drawn and linked, as in the default window.
+    for query in ["?last=100000", ""] {
+        let (status, page) = app.get(&format!("/repos/r/benchmarks/b{query}")).await;
+        assert_eq!(status, StatusCode::OK);
+        let page = page.as_str().unwrap();
+        let linked = (0..300)
+            .filter(|i| page.contains(&format!("/repos/r/commits/{}", sha(*i, 0).as_str())))
+            .count();
+        assert_eq!(linked, 300, "{query}");
+    }
 }
 
 #[tokio::test]
