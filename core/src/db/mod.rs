@@ -117,6 +117,20 @@ impl DbError {
     }
 }
 
+/// A value the database returned that does not read as what was stored (a query that returns
+/// its rows as one JSON text, for instance).
+fn decode_error(err: impl std::error::Error + Send + Sync + 'static) -> DbError {
+    DbError::Sqlx(sqlx::Error::Decode(Box::new(err)))
+}
+
+/// Reads a number that a query spelled with `printf('%!.20e', x)`: twenty digits where SQLite's
+/// JSON numbers carry fifteen. SQLite's decimal conversion may still miss the last bit (of
+/// 1e-300 × 1.000000014, for one), as it may when a value is stored through `json_each`.
+fn decimal_f64<'de, D: serde::Deserializer<'de>>(decimal: D) -> Result<f64, D::Error> {
+    let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(decimal)?;
+    text.parse().map_err(serde::de::Error::custom)
+}
+
 /// The writer's page cache, in KiB (negative, as SQLite takes it): ingest updates the
 /// measurements' series index at scattered pages, and once it outgrows SQLite's default
 /// 2 MiB every batch re-reads them. 32 MiB holds a million measurements' index.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::summaries::{StoredSummary, SummaryKey, read_summaries};
-use super::{Db, DbError};
+use super::{Db, DbError, decode_error};
 use crate::series_summary::{
     BucketSummary, LEVELS, Piece, SummaryPoint, bucket_of, cover, drawn_points, level_for,
     summarize,
@@ -237,8 +237,7 @@ impl Db {
         )
         .fetch_one(&self.reader)
         .await?;
-        let rows: Vec<(i64, String, i64)> = serde_json::from_str(&found)
-            .map_err(|err| DbError::Sqlx(sqlx::Error::Decode(Box::new(err))))?;
+        let rows: Vec<(i64, String, i64)> = serde_json::from_str(&found).map_err(decode_error)?;
         Ok(rows
             .into_iter()
             .map(|(position, sha, time)| (position, (sha, time)))

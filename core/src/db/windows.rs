@@ -10,7 +10,7 @@
 //! when there is one, the newest merged run otherwise.
 
 use super::pages::{EnvironmentPoint, SeriesPoint};
-use super::{Db, DbError};
+use super::{Db, DbError, decode_error, decimal_f64};
 use crate::model::Direction;
 use crate::samples::Samples;
 use crate::stats::run_value;
@@ -20,6 +20,41 @@ use crate::stats::run_value;
 pub struct WindowPoint {
     pub point: SeriesPoint,
     pub environment: EnvironmentPoint,
+}
+
+/// A point of a window as its query spells it: position, sha, commit time, the value in
+/// decimal, the samples' stored bytes in hex, kernel and toolchain.
+#[derive(serde::Deserialize)]
+struct WindowRow(
+    i64,
+    String,
+    i64,
+    #[serde(deserialize_with = "decimal_f64")] f64,
+    String,
+    String,
+    String,
+);
+
+impl WindowRow {
+    fn point(self) -> Result<WindowPoint, DbError> {
+        let WindowRow(position, sha, committed_at, value, samples, kernel, toolchain) = self;
+        let bytes = hex::decode(samples).map_err(decode_error)?;
+        let samples = Samples(crate::samples::decode(&bytes).map_err(decode_error)?);
+        Ok(WindowPoint {
+            point: SeriesPoint {
+                position,
+                sha,
+                committed_at,
+                value,
+                samples,
+            },
+            environment: EnvironmentPoint {
+                position,
+                kernel,
+                toolchain,
+            },
+        })
+    }
 }
 
 impl Db {
@@ -46,51 +81,45 @@ impl Db {
         with_samples: bool,
     ) -> Result<Vec<WindowPoint>, DbError> {
         let until = until.unwrap_or(i64::MAX);
-        let rows = sqlx::query!(
-            r#"SELECT c.position AS "position!", c.sha, c.committed_at,
-                      coalesce(z.value, x.value) AS "value!: f64",
-                      CASE WHEN ?4 THEN coalesce(z.samples, x.samples) ELSE x'' END
-                        AS "samples!: Samples",
-                      u.kernel, u.toolchain
-               FROM commits c
-               LEFT JOIN measurements_staged z ON z.commit_id = c.id AND z.series_id = ?1
-                    AND z.run_id = (SELECT max(w.run_id) FROM measurements_staged w
-                                    WHERE w.commit_id = c.id AND w.series_id = ?1)
-               LEFT JOIN measurements x ON z.run_id IS NULL AND x.series_id = ?1
-                    AND x.commit_id = c.id
-                    AND x.run_id = (SELECT max(y.run_id) FROM measurements y
-                                    WHERE y.series_id = ?1 AND y.commit_id = c.id)
-               JOIN runs u ON u.id = coalesce(z.run_id, x.run_id)
-               WHERE c.repository_id = (SELECT b.repository_id FROM series s
-                                        JOIN benchmarks b ON b.id = s.benchmark_id
-                                        WHERE s.id = ?1)
-                 AND c.position IS NOT NULL AND c.position <= ?2
-               ORDER BY c.position DESC LIMIT ?3"#,
+        // One row of JSON rather than a row a point: handing each of a window's 1,000 rows from
+        // SQLite's thread to this task cost more than finding it. Samples travel as their stored
+        // bytes in hex, values in decimal (see `decimal_f64`).
+        let rows = sqlx::query_scalar!(
+            r#"SELECT json_group_array(json_array(position, sha, committed_at,
+                          printf('%!.20e', value), hex(samples), kernel, toolchain))
+                        AS "rows!: String"
+               FROM (SELECT c.position, c.sha, c.committed_at,
+                            coalesce(z.value, x.value) AS value,
+                            CASE WHEN ?4 THEN coalesce(z.samples, x.samples) ELSE x'' END
+                              AS samples,
+                            u.kernel, u.toolchain
+                     FROM commits c
+                     LEFT JOIN measurements_staged z ON z.commit_id = c.id AND z.series_id = ?1
+                          AND z.run_id = (SELECT max(w.run_id) FROM measurements_staged w
+                                          WHERE w.commit_id = c.id AND w.series_id = ?1)
+                     LEFT JOIN measurements x ON z.run_id IS NULL AND x.series_id = ?1
+                          AND x.commit_id = c.id
+                          AND x.run_id = (SELECT max(y.run_id) FROM measurements y
+                                          WHERE y.series_id = ?1 AND y.commit_id = c.id)
+                     JOIN runs u ON u.id = coalesce(z.run_id, x.run_id)
+                     WHERE c.repository_id = (SELECT b.repository_id FROM series s
+                                              JOIN benchmarks b ON b.id = s.benchmark_id
+                                              WHERE s.id = ?1)
+                       AND c.position IS NOT NULL AND c.position <= ?2
+                     ORDER BY c.position DESC LIMIT ?3)"#,
             series_id,
             until,
             limit,
             with_samples
         )
-        .fetch_all(&self.reader)
+        .fetch_one(&self.reader)
         .await?;
-        Ok(rows
-            .into_iter()
-            .rev()
-            .map(|r| WindowPoint {
-                point: SeriesPoint {
-                    position: r.position,
-                    sha: r.sha,
-                    committed_at: r.committed_at,
-                    value: r.value,
-                    samples: r.samples,
-                },
-                environment: EnvironmentPoint {
-                    position: r.position,
-                    kernel: r.kernel,
-                    toolchain: r.toolchain,
-                },
-            })
-            .collect())
+        let rows: Vec<WindowRow> = serde_json::from_str(&rows).map_err(decode_error)?;
+        let mut points = (rows.into_iter())
+            .map(WindowRow::point)
+            .collect::<Result<Vec<_>, DbError>>()?;
+        points.sort_by_key(|p| p.point.position);
+        Ok(points)
     }
 
     /// The values (with their history positions) of the last `limit` points of a series before

@@ -306,6 +306,52 @@ async fn a_window_read_from_summaries_holds_every_point_staged_ones_included() {
 }
 
 #[tokio::test]
+async fn windows_read_samples_to_the_bit_and_values_to_sixteen_digits() {
+    // Values that fifteen significant digits (SQLite's JSON numbers) would round.
+    let awkward = [
+        0.1 + 0.2,
+        1.0 / 3.0,
+        1e-300,
+        123_456_789.123_456_79,
+        2f64.sqrt() * 1e10,
+        5e-324,
+    ];
+    let value = |i: usize| awkward[i % awkward.len()] * (1.0 + i as f64 * 1e-9);
+    let h = History::new(200).await;
+    for i in 0..200 {
+        h.store(&sha(i, 0), &[("a", value(i))], "rustc 1.94").await;
+    }
+    h.db.merge_staged().await.unwrap();
+    let a = h.series_id("a").await.unwrap();
+    let window = h.db.series_window(a, 200, None, true).await.unwrap();
+    assert_eq!(window.len(), 200);
+    let summary = (h.db.series_summary_window(a, 200, None, 10).await)
+        .unwrap()
+        .expect("200 commits make 12 buckets");
+    for (i, p) in window.iter().enumerate() {
+        assert_eq!(p.point.position, i as i64, "oldest first");
+        // Samples are stored as bytes: exact. The value went into SQLite and back as text,
+        // whose conversion may miss the last bits (it does at 1e-300 here).
+        assert_eq!(p.point.samples.0, vec![value(i)], "samples of point {i}");
+        let error = (p.point.value - value(i)).abs() / value(i);
+        assert!(
+            error < 1e-15,
+            "point {i}: {} for {}",
+            p.point.value,
+            value(i)
+        );
+    }
+    // The summaries (read as binary numbers) hold the values a full read gives.
+    for b in &summary.buckets {
+        for located in [b.low, b.high, b.first, b.last] {
+            let read = window[located.position as usize].point.value;
+            let error = (located.value - read).abs() / read;
+            assert!(error < 1e-15, "{located:?} against {read}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_zoomed_out_page_draws_the_extremes_of_its_whole_window() {
     let app = TestApp::new().await;
     let _tracked = app.tracked_repository(1).await;
