@@ -10,7 +10,7 @@
 //! when there is one, the newest merged run otherwise.
 
 use super::pages::{EnvironmentPoint, SeriesPoint};
-use super::{Db, DbError, decode_error, decimal_f64};
+use super::{Db, DbError, decimal_f64, decode_error};
 use crate::model::Direction;
 use crate::samples::Samples;
 use crate::stats::run_value;

@@ -18,6 +18,7 @@ use serde_json::json;
 use sqlx::sqlite::SqliteConnectOptions;
 
 use crate::api::{TestApp, specs};
+use crate::support::TestRepo;
 
 fn sha(i: usize, generation: usize) -> CommitSha {
     CommitSha::parse(&format!("{:08x}{:032x}", generation, i + 1)).unwrap()
@@ -77,6 +78,17 @@ impl History {
             machine_id,
             _dir: dir,
         }
+    }
+
+    /// `commits` commits recorded as the branch of `app`'s repository `r`, to be measured
+    /// straight into its store: a git repository that long is slow to make, uploads analyse
+    /// each commit, and pages read only the store. Returns the repository's work tree too.
+    async fn of_app(app: &TestApp, commits: usize) -> (Self, TestRepo) {
+        let (tracked, _) = app.tracked_repository(1).await;
+        let repository = app.state.db.repository("r").await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let history = Self::on(app.state.db.clone(), repository.id, commits, dir).await;
+        (history, tracked)
     }
 
     /// Stores a run of commit `sha` measuring `benchmarks` (name, value) in `toolchain`.
@@ -354,17 +366,7 @@ async fn windows_read_samples_to_the_bit_and_values_to_sixteen_digits() {
 #[tokio::test]
 async fn a_zoomed_out_page_draws_the_extremes_of_its_whole_window() {
     let app = TestApp::new().await;
-    let _tracked = app.tracked_repository(1).await;
-    // 6,000 commits recorded and measured straight into the store: a git repository that
-    // long is slow to make, uploads analyse each commit, and the page reads only the store.
-    let repository = app.state.db.repository("r").await.unwrap();
-    let h = History::on(
-        app.state.db.clone(),
-        repository.id,
-        6_000,
-        tempfile::tempdir().unwrap(),
-    )
-    .await;
+    let (h, _tracked) = History::of_app(&app, 6_000).await;
     h.db.set_merge_threshold(2_000);
     for i in 0..6_000 {
         let value = match i {
@@ -402,15 +404,7 @@ async fn a_zoomed_out_page_draws_the_extremes_of_its_whole_window() {
 #[tokio::test]
 async fn a_short_history_zoomed_out_shows_every_commit() {
     let app = TestApp::new().await;
-    let _tracked = app.tracked_repository(1).await;
-    let repository = app.state.db.repository("r").await.unwrap();
-    let h = History::on(
-        app.state.db.clone(),
-        repository.id,
-        300,
-        tempfile::tempdir().unwrap(),
-    )
-    .await;
+    let (h, _tracked) = History::of_app(&app, 300).await;
     for i in 0..300 {
         let value = 100.0 + (i % 7) as f64;
         h.store(&sha(i, 0), &[("b", value)], "rustc 1.94").await;

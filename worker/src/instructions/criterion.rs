@@ -94,10 +94,12 @@ pub fn runner_script(root: &Path) -> String {
 }
 
 /// The shell command that runs the suite's `run` with cargo's runner for the host set to
-/// `sh SCRIPT`. Cargo splits a runner at whitespace, so the script's path must have none.
+/// `sh SCRIPT`. Cargo splits a runner at whitespace, and the path stands in double quotes, so
+/// it may hold no whitespace, quote, `$`, backquote or backslash (a comparison's work trees,
+/// `NAME.git@base`, are fine).
 pub fn counting_command(run: &str, script: &Path) -> Result<String, String> {
     let path = script.display().to_string();
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+".contains(c);
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+@,:=%~".contains(c);
     if !path.chars().all(plain) {
         return Err(format!(
             "the worker's directory {path:?} has characters that cargo's runner setting cannot \
@@ -453,7 +455,10 @@ mod tests {
             "{command}"
         );
         assert!(command.ends_with("cargo bench\n"), "{command}");
-        for bad in ["/w/a b/r.sh", "/w/\"/r.sh", "/w/$x/r.sh", "/w/`x`/r.sh"] {
+        // What a comparison's base and head are checked out under.
+        let base = Path::new("/w/tmp/bs58.git@base/kymo-counts/runner.sh");
+        assert!(counting_command("cargo bench", base).is_ok());
+        for bad in ["/w/a b/r.sh", "/w/\"/r.sh", "/w/$x/r.sh", "/w/`x`/r.sh", "/w/a\\b/r.sh"] {
             assert!(
                 counting_command("cargo bench", Path::new(bad)).is_err(),
                 "{bad}"
