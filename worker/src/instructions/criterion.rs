@@ -458,7 +458,13 @@ mod tests {
         // What a comparison's base and head are checked out under.
         let base = Path::new("/w/tmp/bs58.git@base/kymo-counts/runner.sh");
         assert!(counting_command("cargo bench", base).is_ok());
-        for bad in ["/w/a b/r.sh", "/w/\"/r.sh", "/w/$x/r.sh", "/w/`x`/r.sh", "/w/a\\b/r.sh"] {
+        for bad in [
+            "/w/a b/r.sh",
+            "/w/\"/r.sh",
+            "/w/$x/r.sh",
+            "/w/`x`/r.sh",
+            "/w/a\\b/r.sh",
+        ] {
             assert!(
                 counting_command("cargo bench", Path::new(bad)).is_err(),
                 "{bad}"
