@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::summaries::{StoredSummary, SummaryKey, read_summaries};
 use super::{Db, DbError, decode_error};
 use crate::series_summary::{
-    BucketSummary, LEVELS, Piece, SummaryPoint, bucket_of, cover, drawn_points, level_for,
+    BucketSummary, LEVELS, Located, Piece, SummaryPoint, bucket_of, cover, drawn_points, level_for,
     summarize,
 };
 
@@ -17,8 +17,9 @@ use crate::series_summary::{
 pub struct SummaryWindow {
     /// Disjoint summaries that cover the window, in position order.
     pub buckets: Vec<BucketSummary>,
-    /// The sha and commit time (Unix seconds) of every point a chart draws of the buckets
-    /// ([`drawn_points`]).
+    /// The points a chart draws of the buckets ([`drawn_points`]), in position order.
+    pub drawn: Vec<Located>,
+    /// The sha and commit time (Unix seconds) of every drawn point.
     pub commits: HashMap<i64, (String, i64)>,
     /// The kernel and toolchain of every environment the buckets name.
     pub environments: HashMap<i64, (String, String)>,
@@ -116,7 +117,8 @@ impl Db {
                 }
             }
         }
-        let commits = self.commits_at(series_id, &summaries).await?;
+        let drawn = drawn_points(&summaries);
+        let commits = self.commits_at(series_id, &drawn).await?;
         names.retain(|id, _| {
             (summaries.iter()).any(|b| {
                 b.first_environment == *id
@@ -126,6 +128,7 @@ impl Db {
         });
         Ok(Some(SummaryWindow {
             buckets: summaries,
+            drawn,
             commits,
             environments: names,
         }))
@@ -211,13 +214,13 @@ impl Db {
             .collect())
     }
 
-    /// The sha and time of the commits a chart of `buckets` draws ([`drawn_points`]).
+    /// The sha and time of the commits at the positions of `points`.
     async fn commits_at(
         &self,
         series_id: i64,
-        buckets: &[BucketSummary],
+        points: &[Located],
     ) -> Result<HashMap<i64, (String, i64)>, DbError> {
-        let positions: Vec<i64> = (drawn_points(buckets).iter()).map(|p| p.position).collect();
+        let positions: Vec<i64> = points.iter().map(|p| p.position).collect();
         if positions.is_empty() {
             return Ok(HashMap::new());
         }

@@ -3,7 +3,7 @@
 
 use kymo_core::db::{BenchmarkSeriesRow, EnvironmentPoint, RegressionRow, SummaryWindow};
 use kymo_core::results::quartiles;
-use kymo_core::series_summary::{drawn_points, level_for};
+use kymo_core::series_summary::level_for;
 
 use super::overlays::{Overlays, overlays};
 use crate::chart::{
@@ -129,7 +129,7 @@ async fn summarized_points(
     series_id: i64,
     summary: SummaryWindow,
 ) -> AppResult<Drawn> {
-    let points: Vec<TrendPoint> = (drawn_points(&summary.buckets).into_iter())
+    let points: Vec<TrendPoint> = (summary.drawn.iter())
         .filter_map(|p| {
             let (sha, time) = summary.commits.get(&p.position)?;
             Some(TrendPoint {
