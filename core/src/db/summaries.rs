@@ -507,19 +507,25 @@ fn summary_json(series_id: i64, s: &BucketSummary) -> serde_json::Value {
     ])
 }
 
-/// A row of `series_summaries`.
+/// A row of `series_summaries`, as sqlx reads it or as a JSON array of its columns in order
+/// (values in decimal, see `decimal_f64`).
+#[derive(serde::Deserialize)]
 pub(super) struct StoredSummary {
     pub series_id: i64,
     pub level: i64,
     pub bucket: i64,
     pub points: i64,
     pub low_position: i64,
+    #[serde(deserialize_with = "super::decimal_f64")]
     pub low_value: f64,
     pub high_position: i64,
+    #[serde(deserialize_with = "super::decimal_f64")]
     pub high_value: f64,
     pub first_position: i64,
+    #[serde(deserialize_with = "super::decimal_f64")]
     pub first_value: f64,
     pub last_position: i64,
+    #[serde(deserialize_with = "super::decimal_f64")]
     pub last_value: f64,
     pub first_environment: i64,
     pub last_environment: i64,

@@ -1,13 +1,18 @@
 //! A window of one series' history read point by point: the newest points up to a commit,
 //! found by walking the tracked branch down from that commit (the index on commit positions)
-//! and seeking each commit's measurement of the series in both tables. The walk stops once it
-//! has the points asked for, so what it reads follows the window, not the history: at 100,000
-//! commits the newest 1,000 cost what they cost at 1,000 (RELIABILITY.md, "Pages at any
-//! history"). A window too wide to draw point by point is read from the series' summaries
-//! instead (`summaries.rs`).
+//! and seeking each commit's measurements of the series. The walk stops once it has the points
+//! asked for, so what it reads follows the window, not the history: at 100,000 commits the
+//! newest 1,000 cost what they cost at 1,000 (RELIABILITY.md, "Pages at any history"). A
+//! window too wide to draw point by point is read from the series' summaries instead
+//! (`summaries.rs`).
 //!
 //! Which run wins is as everywhere (`staging.rs`): the newest staged run of a (series, commit)
-//! when there is one, the newest merged run otherwise.
+//! when there is one, the newest merged run otherwise. The query hands back every run of the
+//! commits it walks and the newest is chosen here: a correlated `max(run_id)` per commit cost
+//! SQLite more than the rest of the walk.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use super::pages::{EnvironmentPoint, SeriesPoint};
 use super::{Db, DbError, decimal_f64, decode_error};
@@ -22,25 +27,51 @@ pub struct WindowPoint {
     pub environment: EnvironmentPoint,
 }
 
-/// A point of a window as its query spells it: position, sha, commit time, the value in
-/// decimal, the samples' stored bytes in hex, kernel and toolchain.
+/// What a window read brings besides each point's commit and value.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    /// The samples (a chart that thins its points draws none, and decoding them is most of a
+    /// point's cost).
+    samples: bool,
+    /// The kernel and toolchain of each point's run.
+    environment: bool,
+}
+
+/// A run of a window as its query spells it: whether it is staged, position, sha, commit
+/// time, the value in decimal, the samples' stored bytes in hex, the run, and its kernel and
+/// toolchain (null unless asked for).
 #[derive(serde::Deserialize)]
-struct WindowRow(
+struct WindowRow<'a>(
+    u8,
     i64,
     String,
     i64,
     #[serde(deserialize_with = "decimal_f64")] f64,
-    String,
-    String,
-    String,
+    #[serde(borrow)] Cow<'a, str>,
+    i64,
+    Option<String>,
+    Option<String>,
 );
 
-impl WindowRow {
-    fn point(self) -> Result<WindowPoint, DbError> {
-        let WindowRow(position, sha, committed_at, value, samples, kernel, toolchain) = self;
-        let bytes = hex::decode(samples).map_err(decode_error)?;
+/// A run of a window, decoded.
+struct WindowRun {
+    staged: bool,
+    run_id: i64,
+    point: SeriesPoint,
+    /// Kernel and toolchain, when read.
+    environment: Option<(String, String)>,
+}
+
+impl WindowRun {
+    fn decode(row: WindowRow<'_>) -> Result<WindowRun, DbError> {
+        let WindowRow(staged, position, sha, committed_at, value, hex, run_id, kernel, toolchain) =
+            row;
+        let mut bytes = vec![0; hex.len() / 2];
+        hex::decode_to_slice(hex.as_bytes(), &mut bytes).map_err(decode_error)?;
         let samples = Samples(crate::samples::decode(&bytes).map_err(decode_error)?);
-        Ok(WindowPoint {
+        Ok(WindowRun {
+            staged: staged != 0,
+            run_id,
             point: SeriesPoint {
                 position,
                 sha,
@@ -48,12 +79,13 @@ impl WindowRow {
                 value,
                 samples,
             },
-            environment: EnvironmentPoint {
-                position,
-                kernel,
-                toolchain,
-            },
+            environment: kernel.zip(toolchain),
         })
+    }
+
+    /// Which of two runs of one commit wins: a staged one, then the newer.
+    fn rank(&self) -> (bool, i64) {
+        (self.staged, self.run_id)
     }
 }
 
@@ -66,8 +98,12 @@ impl Db {
         limit: i64,
         until: Option<i64>,
     ) -> Result<Vec<SeriesPoint>, DbError> {
-        let points = self.series_window(series_id, limit, until, true).await?;
-        Ok(points.into_iter().map(|p| p.point).collect())
+        let reading = Reading {
+            samples: true,
+            environment: false,
+        };
+        let runs = self.window_rows(series_id, limit, until, reading).await?;
+        Ok(runs.into_iter().map(|run| run.point).collect())
     }
 
     /// The newest `limit` points of a series up to position `until` (the head when `None`),
@@ -80,46 +116,129 @@ impl Db {
         until: Option<i64>,
         with_samples: bool,
     ) -> Result<Vec<WindowPoint>, DbError> {
-        let until = until.unwrap_or(i64::MAX);
+        let reading = Reading {
+            samples: with_samples,
+            environment: true,
+        };
+        let runs = self.window_rows(series_id, limit, until, reading).await?;
+        (runs.into_iter())
+            .map(
+                |WindowRun {
+                     point, environment, ..
+                 }| {
+                    let (kernel, toolchain) = environment.ok_or_else(|| {
+                        decode_error(std::io::Error::other("a run without its environment"))
+                    })?;
+                    let environment = EnvironmentPoint {
+                        position: point.position,
+                        kernel,
+                        toolchain,
+                    };
+                    Ok(WindowPoint { point, environment })
+                },
+            )
+            .collect()
+    }
+
+    /// The winning run of each of the newest `limit` measured commits up to `until`, oldest
+    /// first.
+    async fn window_rows(
+        &self,
+        series_id: i64,
+        limit: i64,
+        until: Option<i64>,
+        reading: Reading,
+    ) -> Result<Vec<WindowRun>, DbError> {
+        let mut until = until.unwrap_or(i64::MAX);
+        // A few runs more than commits: the commit a walk stops on is read again, and a
+        // commit measured again takes a run of its own.
+        let limit = limit.max(0);
+        let mut wanted = limit + limit / 16 + 2;
+        let mut best: BTreeMap<i64, WindowRun> = BTreeMap::new();
+        loop {
+            let runs = self.window_runs(series_id, wanted, until, reading).await?;
+            let merged = runs.iter().filter(|r| !r.staged).count() as i64;
+            // The walk stopped on a commit whose later runs it may not have reached: that
+            // commit is read again whole by the next walk, if one is needed.
+            let cut = (merged == wanted)
+                .then(|| {
+                    (runs.iter().filter(|r| !r.staged))
+                        .map(|r| r.point.position)
+                        .min()
+                })
+                .flatten();
+            for run in runs {
+                let position = run.point.position;
+                if !run.staged && Some(position) == cut {
+                    continue;
+                }
+                match best.get(&position) {
+                    Some(held) if held.rank() >= run.rank() => {}
+                    _ => {
+                        best.insert(position, run);
+                    }
+                }
+            }
+            let Some(cut) = cut else { break };
+            let settled = best.range(cut + 1..).count() as i64;
+            if settled >= limit {
+                break;
+            }
+            // Several runs of one commit filled the walk: walk again from it, further.
+            until = cut;
+            wanted *= 2;
+        }
+        let keep = best.len().saturating_sub(limit as usize);
+        Ok(best.into_values().skip(keep).collect())
+    }
+
+    /// One walk down the branch from `until`: every staged run of the series' staged commits,
+    /// and the merged runs of the newest commits, `rows` runs at most.
+    async fn window_runs(
+        &self,
+        series_id: i64,
+        rows: i64,
+        until: i64,
+        reading: Reading,
+    ) -> Result<Vec<WindowRun>, DbError> {
         // One row of JSON rather than a row a point: handing each of a window's 1,000 rows from
         // SQLite's thread to this task cost more than finding it. Samples travel as their stored
         // bytes in hex, values in decimal (see `decimal_f64`).
-        let rows = sqlx::query_scalar!(
-            r#"SELECT json_group_array(json_array(position, sha, committed_at,
-                          printf('%!.20e', value), hex(samples), kernel, toolchain))
+        let json = sqlx::query_scalar!(
+            r#"SELECT json_group_array(json_array(staged, position, sha, committed_at,
+                          printf('%!.20e', value),
+                          CASE WHEN ?4 THEN hex(samples) ELSE '' END, run_id, kernel, toolchain))
                         AS "rows!: String"
-               FROM (SELECT c.position, c.sha, c.committed_at,
-                            coalesce(z.value, x.value) AS value,
-                            CASE WHEN ?4 THEN coalesce(z.samples, x.samples) ELSE x'' END
-                              AS samples,
-                            u.kernel, u.toolchain
-                     FROM commits c
-                     LEFT JOIN measurements_staged z ON z.commit_id = c.id AND z.series_id = ?1
-                          AND z.run_id = (SELECT max(w.run_id) FROM measurements_staged w
-                                          WHERE w.commit_id = c.id AND w.series_id = ?1)
-                     LEFT JOIN measurements x ON z.run_id IS NULL AND x.series_id = ?1
-                          AND x.commit_id = c.id
-                          AND x.run_id = (SELECT max(y.run_id) FROM measurements y
-                                          WHERE y.series_id = ?1 AND y.commit_id = c.id)
-                     JOIN runs u ON u.id = coalesce(z.run_id, x.run_id)
-                     WHERE c.repository_id = (SELECT b.repository_id FROM series s
-                                              JOIN benchmarks b ON b.id = s.benchmark_id
-                                              WHERE s.id = ?1)
-                       AND c.position IS NOT NULL AND c.position <= ?2
-                     ORDER BY c.position DESC LIMIT ?3)"#,
+               FROM (SELECT 1 AS staged, c.position, c.sha, c.committed_at, x.value,
+                            x.samples, x.run_id, u.kernel, u.toolchain
+                     FROM staged_commits k
+                     CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id
+                          AND x.series_id = ?1
+                     JOIN commits c ON c.id = x.commit_id
+                     LEFT JOIN runs u ON ?5 AND u.id = x.run_id
+                     WHERE c.position IS NOT NULL AND c.position <= ?2
+                     UNION ALL
+                     SELECT * FROM (
+                        SELECT 0, c.position, c.sha, c.committed_at, x.value, x.samples,
+                               x.run_id, u.kernel, u.toolchain
+                        FROM commits c
+                        JOIN measurements x ON x.series_id = ?1 AND x.commit_id = c.id
+                        LEFT JOIN runs u ON ?5 AND u.id = x.run_id
+                        WHERE c.repository_id = (SELECT b.repository_id FROM series s
+                                                 JOIN benchmarks b ON b.id = s.benchmark_id
+                                                 WHERE s.id = ?1)
+                          AND c.position IS NOT NULL AND c.position <= ?2
+                        ORDER BY c.position DESC LIMIT ?3))"#,
             series_id,
             until,
-            limit,
-            with_samples
+            rows,
+            reading.samples,
+            reading.environment
         )
         .fetch_one(&self.reader)
         .await?;
-        let rows: Vec<WindowRow> = serde_json::from_str(&rows).map_err(decode_error)?;
-        let mut points = (rows.into_iter())
-            .map(WindowRow::point)
-            .collect::<Result<Vec<_>, DbError>>()?;
-        points.sort_by_key(|p| p.point.position);
-        Ok(points)
+        let rows: Vec<WindowRow<'_>> = serde_json::from_str(&json).map_err(decode_error)?;
+        rows.into_iter().map(WindowRun::decode).collect()
     }
 
     /// The values (with their history positions) of the last `limit` points of a series before

@@ -415,3 +415,44 @@ async fn kymo_serve_merges_what_is_staged_once_nothing_was_written_for_a_while()
     assert_eq!(row["value"], 12.0, "{commit}");
     running.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn every_window_over_commits_measured_many_times_shows_each_commits_latest_run() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = app.tracked_repository(6).await;
+    // Runs per commit: 1, 4, 1, 3, 5, 2, the newest of some staged, of others merged; a
+    // commit's last run is worth 10 × its position + its run count.
+    let runs = [1, 4, 1, 3, 5, 2];
+    for (position, (sha, count)) in shas.iter().zip(runs).enumerate() {
+        for run in 1..=count {
+            store(&app, sha, (10 * position + run) as f64).await;
+        }
+        if position % 2 == 0 {
+            app.state.db.merge_staged().await.unwrap();
+        }
+    }
+    let db = &app.state.db;
+    let repository = db.repository("r").await.unwrap().id;
+    let series = (db
+        .series(repository, Some("parse"), Some("time"), None)
+        .await)
+        .unwrap()[0]
+        .id;
+    let latest: Vec<(i64, f64)> = (runs.iter().enumerate())
+        .map(|(position, count)| (position as i64, (10 * position + count) as f64))
+        .collect();
+    for until in 0..6_i64 {
+        for limit in 1..=7_i64 {
+            let end = until as usize + 1;
+            let expected = &latest[end.saturating_sub(limit as usize)..end];
+            let window = db.series_window(series, limit, Some(until), false).await;
+            let seen: Vec<(i64, f64)> = (window.unwrap().iter())
+                .map(|p| (p.point.position, p.point.value))
+                .collect();
+            assert_eq!(seen, expected, "the newest {limit} up to {until}");
+            let points = db.series_points(series, limit, Some(until)).await.unwrap();
+            assert_eq!(points.len(), expected.len());
+            assert!(points.iter().all(|p| p.samples.len() == 3));
+        }
+    }
+}
