@@ -22,6 +22,7 @@ RUN npm ci --omit=dev --no-audit --no-fund
 # Dependencies first, against empty crates: this layer is rebuilt only when a manifest or the
 # lockfile changes, not on every source change.
 COPY Cargo.toml Cargo.lock ./
+COPY .cargo/config.toml .cargo/
 COPY core/Cargo.toml core/
 COPY worker/Cargo.toml worker/
 COPY bench-kernels/Cargo.toml bench-kernels/
