@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::pages::{EnvironmentPoint, SeriesPoint};
-use super::{Db, DbError, decimal_f64, decode_error};
+use super::{Db, DbError, decimal_f64, decode_error, unhex};
 use crate::model::Direction;
 use crate::samples::Samples;
 use crate::stats::run_value;
@@ -66,8 +66,7 @@ impl WindowRun {
     fn decode(row: WindowRow<'_>) -> Result<WindowRun, DbError> {
         let WindowRow(staged, position, sha, committed_at, value, hex, run_id, kernel, toolchain) =
             row;
-        let mut bytes = vec![0; hex.len() / 2];
-        hex::decode_to_slice(hex.as_bytes(), &mut bytes).map_err(decode_error)?;
+        let bytes = unhex(&hex)?;
         let samples = Samples(crate::samples::decode(&bytes).map_err(decode_error)?);
         Ok(WindowRun {
             staged: staged != 0,
@@ -153,7 +152,7 @@ impl Db {
         // A few runs more than commits: the commit a walk stops on is read again, and a
         // commit measured again takes a run of its own.
         let limit = limit.max(0);
-        let mut wanted = limit + limit / 16 + 2;
+        let mut wanted = limit + limit / 64 + 2;
         let mut best: BTreeMap<i64, WindowRun> = BTreeMap::new();
         loop {
             let runs = self.window_runs(series_id, wanted, until, reading).await?;
