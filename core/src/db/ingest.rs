@@ -9,7 +9,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::jobs::lease_lost;
-use super::{Db, DbError};
+use super::{Db, DbError, to_hex};
 use crate::model::Environment;
 use crate::protocol::{ConfigUsed, SuiteUpload};
 use crate::results::BenchmarkResult;
@@ -95,7 +95,7 @@ fn batches(suites: &[SuiteUpload]) -> Batches {
                 b: key,
                 m: &metric.name,
                 v: metric.value,
-                x: hex::encode(crate::samples::encode(&metric.samples)),
+                x: to_hex(&crate::samples::encode(&metric.samples)),
                 h: metric.hdr.as_deref(),
             });
         }
