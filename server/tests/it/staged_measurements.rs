@@ -137,6 +137,14 @@ async fn commit_id(app: &TestApp, sha: &str) -> i64 {
 }
 
 /// The value the commit API shows for parse/time at `sha`.
+/// The id of the series `parse` · `time`.
+async fn parse_time_series(app: &TestApp) -> i64 {
+    let db = &app.state.db;
+    let repository = db.repository("r").await.unwrap().id;
+    let series = db.series(repository, Some("parse"), Some("time"), None);
+    series.await.unwrap()[0].id
+}
+
 async fn parse_time(app: &TestApp, sha: &str) -> f64 {
     let (status, commit) = app.get(&format!("/api/v1/repos/r/commits/{sha}")).await;
     assert_eq!(status, StatusCode::OK, "{commit}");
@@ -210,12 +218,7 @@ async fn a_commit_measured_again_shows_its_later_run_whichever_table_holds_it() 
     assert_eq!(values, [100.0, 250.0], "{series}");
     // Both runs are kept: the bisection's samples hold the first run's, then the later's.
     let db = &app.state.db;
-    let repository = db.repository("r").await.unwrap().id;
-    let parse_time_series = (db
-        .series(repository, Some("parse"), Some("time"), None)
-        .await)
-        .unwrap()[0]
-        .id;
+    let parse_time_series = parse_time_series(&app).await;
     let (first, second) = (
         commit_id(&app, &shas[0]).await,
         commit_id(&app, &shas[1]).await,
@@ -432,12 +435,7 @@ async fn every_window_over_commits_measured_many_times_shows_each_commits_latest
         }
     }
     let db = &app.state.db;
-    let repository = db.repository("r").await.unwrap().id;
-    let series = (db
-        .series(repository, Some("parse"), Some("time"), None)
-        .await)
-        .unwrap()[0]
-        .id;
+    let series = parse_time_series(&app).await;
     let latest: Vec<(i64, f64)> = (runs.iter().enumerate())
         .map(|(position, count)| (position as i64, (10 * position + count) as f64))
         .collect();
