@@ -82,6 +82,21 @@ impl WindowRun {
         })
     }
 
+    /// The point with its run's kernel and toolchain, which the read must have asked for.
+    fn with_environment(self) -> Result<WindowPoint, DbError> {
+        let (kernel, toolchain) = self.environment.ok_or_else(|| {
+            decode_error(std::io::Error::other("a run read without its environment"))
+        })?;
+        Ok(WindowPoint {
+            environment: EnvironmentPoint {
+                position: self.point.position,
+                kernel,
+                toolchain,
+            },
+            point: self.point,
+        })
+    }
+
     /// Which of two runs of one commit wins: a staged one, then the newer.
     fn rank(&self) -> (bool, i64) {
         (self.staged, self.run_id)
@@ -120,23 +135,7 @@ impl Db {
             environment: true,
         };
         let runs = self.window_rows(series_id, limit, until, reading).await?;
-        (runs.into_iter())
-            .map(
-                |WindowRun {
-                     point, environment, ..
-                 }| {
-                    let (kernel, toolchain) = environment.ok_or_else(|| {
-                        decode_error(std::io::Error::other("a run without its environment"))
-                    })?;
-                    let environment = EnvironmentPoint {
-                        position: point.position,
-                        kernel,
-                        toolchain,
-                    };
-                    Ok(WindowPoint { point, environment })
-                },
-            )
-            .collect()
+        runs.into_iter().map(WindowRun::with_environment).collect()
     }
 
     /// The winning run of each of the newest `limit` measured commits up to `until`, oldest
