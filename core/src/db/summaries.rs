@@ -376,8 +376,8 @@ async fn read_buckets(
     level: u8,
     keys: &BTreeSet<BucketKey>,
 ) -> Result<BTreeMap<BucketKey, BucketSummary>, DbError> {
-    let wanted: Vec<SummaryKey> = (keys.iter())
-        .map(|&(series, bucket)| (series, level, bucket))
+    let wanted: Vec<SummaryRange> = (keys.iter())
+        .map(|&(series, bucket)| (series, level, bucket, bucket))
         .collect();
     let stored = read_summaries(conn, &wanted).await?;
     Ok(stored
@@ -393,10 +393,8 @@ async fn read_children(
     level: u8,
     parents: &BTreeSet<BucketKey>,
 ) -> Result<BTreeMap<BucketKey, Vec<BucketSummary>>, DbError> {
-    let children: Vec<SummaryKey> = (parents.iter())
-        .flat_map(|&(series, parent)| {
-            (parent * FANOUT..(parent + 1) * FANOUT).map(move |child| (series, level, child))
-        })
+    let children: Vec<SummaryRange> = (parents.iter())
+        .map(|&(series, parent)| (series, level, parent * FANOUT, (parent + 1) * FANOUT - 1))
         .collect();
     let mut out: BTreeMap<BucketKey, Vec<BucketSummary>> = BTreeMap::new();
     for (series, s) in read_summaries(conn, &children).await? {
@@ -407,18 +405,19 @@ async fn read_children(
     Ok(out)
 }
 
-/// A summary's key: (series id, level, bucket).
-pub(super) type SummaryKey = (i64, u8, i64);
+/// Consecutive buckets of a series at one level: (series id, level, first bucket, last bucket).
+pub(super) type SummaryRange = (i64, u8, i64, i64);
 
-/// The stored summaries of `keys` (those that exist), with their series, in the order of
-/// `keys`: in one row of JSON a chunk (a merge reads some 30,000, and a row each cost more
-/// than finding them), values in decimal as [`absorb_merge`] reads them.
+/// The stored summaries in `ranges` (those that exist), with their series, in the order of
+/// `ranges` and by bucket within each: in one row of JSON a chunk (a merge reads some 30,000,
+/// a zoomed-out chart some 400, and a row each cost more than finding them), values in decimal
+/// as [`absorb_merge`] reads them.
 pub(super) async fn read_summaries(
     conn: &mut SqliteConnection,
-    keys: &[SummaryKey],
+    ranges: &[SummaryRange],
 ) -> Result<Vec<(i64, BucketSummary)>, DbError> {
-    let mut out = Vec::with_capacity(keys.len());
-    for chunk in keys.chunks(KEYS_PER_QUERY) {
+    let mut out = Vec::with_capacity(ranges.len());
+    for chunk in ranges.chunks(KEYS_PER_QUERY) {
         let json = serde_json::to_string(chunk).expect("integers");
         let found = sqlx::query_scalar!(
             r#"SELECT json_group_array(json_array(s.series_id, s.level, s.bucket, s.points,
@@ -427,10 +426,11 @@ pub(super) async fn read_summaries(
                           printf('%!.20e', s.first_value), s.last_position,
                           printf('%!.20e', s.last_value), s.first_environment,
                           s.last_environment, s.change_position, s.change_from, s.change_to)
-                          ORDER BY j.key) AS "found!: String"
+                          ORDER BY j.key, s.bucket) AS "found!: String"
                FROM json_each(?1) AS j
                CROSS JOIN series_summaries s ON s.series_id = j.value ->> 0
-                    AND s.level = j.value ->> 1 AND s.bucket = j.value ->> 2"#,
+                    AND s.level = j.value ->> 1
+                    AND s.bucket BETWEEN j.value ->> 2 AND j.value ->> 3"#,
             json
         )
         .fetch_one(&mut *conn)

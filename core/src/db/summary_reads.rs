@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::summaries::StoredSummary;
+use super::summaries::{StoredSummary, SummaryRange, read_summaries};
 use super::{Db, DbError, decode_error};
 use crate::series_summary::{
     BucketSummary, LEVELS, Located, Piece, SummaryPoint, bucket_of, cover, drawn_points, level_for,
@@ -185,48 +185,26 @@ impl Db {
     }
 
     /// The stored summaries of the whole-bucket pieces, by (level, bucket): the runs of
-    /// consecutive buckets of a level read as ranges, in one row of JSON (a chart reads some
-    /// 400 summaries, and a row each cost more than finding them).
+    /// consecutive buckets of a level read as ranges.
     async fn stored_pieces(
         &self,
         series_id: i64,
         pieces: &[Piece],
     ) -> Result<HashMap<(u8, i64), BucketSummary>, DbError> {
-        let mut ranges: Vec<(u8, i64, i64)> = Vec::new();
+        let mut ranges: Vec<SummaryRange> = Vec::new();
         for piece in pieces {
             let Piece::Bucket { level, bucket } = *piece else {
                 continue;
             };
             match ranges.last_mut() {
-                Some((l, _, to)) if *l == level && *to + 1 == bucket => *to = bucket,
-                _ => ranges.push((level, bucket, bucket)),
+                Some((_, l, _, to)) if *l == level && *to + 1 == bucket => *to = bucket,
+                _ => ranges.push((series_id, level, bucket, bucket)),
             }
         }
-        if ranges.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let json = serde_json::to_string(&ranges).expect("integers");
-        let found = sqlx::query_scalar!(
-            r#"SELECT json_group_array(json_array(s.series_id, s.level, s.bucket, s.points, s.low_position,
-                          printf('%!.20e', s.low_value), s.high_position,
-                          printf('%!.20e', s.high_value), s.first_position,
-                          printf('%!.20e', s.first_value), s.last_position,
-                          printf('%!.20e', s.last_value), s.first_environment,
-                          s.last_environment, s.change_position, s.change_from, s.change_to))
-                 AS "found!: String"
-               FROM json_each(?2) AS j
-               CROSS JOIN series_summaries s ON s.series_id = ?1 AND s.level = j.value ->> 0
-                    AND s.bucket BETWEEN j.value ->> 1 AND j.value ->> 2"#,
-            series_id,
-            json
-        )
-        .fetch_one(&self.reader)
-        .await?;
-        let rows: Vec<StoredSummary> = serde_json::from_str(&found).map_err(decode_error)?;
-        Ok(rows
-            .iter()
-            .map(|row| row.summary())
-            .map(|summary| ((summary.level, summary.bucket), summary))
+        let mut conn = self.reader.acquire().await?;
+        Ok((read_summaries(&mut conn, &ranges).await?)
+            .into_iter()
+            .map(|(_, s)| ((s.level, s.bucket), s))
             .collect())
     }
 
