@@ -30,7 +30,8 @@ for _ in $(seq 1 50); do "$kymo" health >/dev/null 2>&1 && break; sleep 0.2; don
 echo "load average at repo add: $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s)
 "$kymo" repo add "$name" "$history" --suites "$suites" --backfill "$commits"
-while "$kymo" jobs | grep -qE ' (queued|running) '; do sleep 10; done
+# grep reads the whole listing: with -q it would stop early, and pipefail would end the wait.
+while "$kymo" jobs | grep -E ' (queued|running) ' >/dev/null; do sleep 10; done
 echo "queue empty after $(($(date +%s) - start)) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$kymo" jobs | head -n "$((commits * 3 + 1))"
 echo "instructions per benchmark, oldest commit first:"
