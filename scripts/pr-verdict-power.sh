@@ -2,7 +2,7 @@
 # How sensitive and how quiet the pull request verdict is, on a real crate's own benchmark.
 #
 # The crate is `adler2` (the Adler-32 checksum, from crates.io) with its own criterion
-# benchmark `simple-1m/ones-1m` (1 MiB a call) and a small example that checksums 4 MiB, whose
+# benchmark `simple-1m/ones-1m` (1 MiB a call) and a small example that checksums 24 × 1 MiB, whose
 # instructions `instructions = true` counts. Slowdowns are real code changes inside the routine:
 # `Adler32::write_slice` checksums a further P % of its input (a throwaway checksum, kept by
 # `black_box`), so P % more work and about P % more time. Each branch is judged by `kymo try`
@@ -12,6 +12,7 @@
 #
 #   scripts/pr-verdict-power.sh [KYMO_BINARY] [RUNS]   # default: target/debug/kymo, 10
 #   LEVELS="0 1 5 10" CONDITIONS="idle hog" scripts/pr-verdict-power.sh ...
+#   KEEP=DIR scripts/pr-verdict-power.sh ...   # keeps the work (repository, database) in DIR
 #
 # Prints, per condition and level: how often the time and the instruction counts said
 # `regression`, `no_change` and `inconclusive`, the median rounds, the median change each
@@ -31,7 +32,7 @@ cleanup() {
   [ -n "$hog" ] && kill "$hog" 2>/dev/null
   [ -n "$pid" ] && kill "$pid" 2>/dev/null
   wait 2>/dev/null
-  rm -rf "$work"
+  if [ -n "${KEEP:-}" ]; then rm -rf "$KEEP" && mv "$work" "$KEEP"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 cd "$work"
@@ -49,19 +50,22 @@ open(path, "w").write(text)
 PY
 mkdir -p repo/examples
 cat > repo/examples/work.rs <<'RS'
-//! A fixed amount of checksumming, for instruction counts: 4 × 1 MiB.
+//! A fixed amount of checksumming, for instruction counts: 24 × 1 MiB, each call timed (so
+//! its time has samples of its own, and its verdict is as quick to decide as criterion's).
 use std::time::Instant;
 
 fn main() {
     let data = vec![0xffu8; 1 << 20];
-    let start = Instant::now();
     let mut all = 0u32;
-    for _ in 0..4 {
+    let mut samples = Vec::new();
+    for _ in 0..24 {
+        let start = Instant::now();
         all ^= adler2::adler32_slice(std::hint::black_box(&data));
+        samples.push(start.elapsed().as_nanos().to_string());
     }
-    let ns = start.elapsed().as_nanos();
+    let samples = samples.join(",");
     println!(
-        "{{\"benchmarks\":[{{\"name\":\"adler32/4MiB\",\"params\":{{\"checksum\":\"{all}\"}},\"metrics\":[{{\"name\":\"time\",\"unit\":\"ns\",\"direction\":\"lower\",\"value\":{ns}}}]}}]}}"
+        "{{\"benchmarks\":[{{\"name\":\"adler32/1MiB\",\"params\":{{\"checksum\":\"{all}\"}},\"metrics\":[{{\"name\":\"time\",\"unit\":\"ns\",\"direction\":\"lower\",\"samples\":[{samples}]}}]}}]}}"
     );
 }
 RS

@@ -58,6 +58,10 @@ pub struct Suite {
     pub toolchain: Option<PinnedToolchain>,
     /// `cap_lints = "warn"`: no lint fails its build (rustc's `--cap-lints`).
     pub cap_lints: Option<CapLints>,
+    /// `concurrent = true`: its metrics do not need a free CPU (instruction counts, memory,
+    /// sizes), so it builds and runs at the same time as the job's other concurrent suites,
+    /// after the timed ones, which always run alone.
+    pub concurrent: bool,
 }
 
 /// A suite's `instructions` key: what callgrind counts after the timed repeats.
@@ -144,6 +148,14 @@ pub enum ConfigError {
         key: &'static str,
         reason: String,
     },
+    #[error(
+        "suite {suite:?}: `concurrent = true` cannot be combined with {what}: {why}; run it alone (remove `concurrent`)"
+    )]
+    NotConcurrent {
+        suite: String,
+        what: &'static str,
+        why: &'static str,
+    },
     #[error("suite {suite:?}: `{key} = {value:?}` is invalid: {reason}")]
     InvalidBuildSetting {
         suite: String,
@@ -178,6 +190,8 @@ struct RawSuite {
     instructions: Option<toml::Value>,
     toolchain: Option<String>,
     cap_lints: Option<String>,
+    #[serde(default)]
+    concurrent: bool,
 }
 
 /// Parses and validates the raw bytes of a `kymo.toml`, rejecting oversized or non-UTF-8 files.
@@ -308,6 +322,24 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
             });
         }
     };
+    let shared = match (raw.format, instructions) {
+        (ResultFormat::Criterion, _) => Some((
+            "`format = \"criterion\"`",
+            "criterion writes its results into the target directory that every suite shares",
+        )),
+        (_, InstructionCounts::PerBenchmark) => Some((
+            "`instructions = \"per-benchmark\"`",
+            "it counts criterion benchmarks, whose results share the target directory",
+        )),
+        _ => None,
+    };
+    if let (true, Some((what, why))) = (raw.concurrent, shared) {
+        return Err(ConfigError::NotConcurrent {
+            suite: name,
+            what,
+            why,
+        });
+    }
     Ok(Suite {
         name,
         build: raw.build,
@@ -319,6 +351,7 @@ fn validate_suite(index: usize, raw: RawSuite) -> Result<Suite, ConfigError> {
         instructions,
         toolchain,
         cap_lints,
+        concurrent: raw.concurrent,
     })
 }
 
@@ -459,6 +492,34 @@ run = "hyperfine --export-json - ./x"
         assert_eq!(second.format, ResultFormat::Kymo);
         assert_eq!(second.repeat, 1);
         assert_eq!(second.timeout, DEFAULT_TIMEOUT);
+    }
+
+    #[test]
+    fn a_suite_runs_alone_unless_it_says_it_may_run_concurrently() {
+        let concurrent = |text: &str| parse_kymo_toml(&suite(text)).unwrap().suites[0].concurrent;
+        assert!(!concurrent(""));
+        assert!(!concurrent("concurrent = false"));
+        assert!(concurrent("concurrent = true"));
+        assert!(concurrent("concurrent = true\ninstructions = true"));
+        for bad in [
+            "concurrent = 1",
+            "concurrent = \"yes\"",
+            "concurrent = [true]",
+        ] {
+            let error = error_of(&suite(bad)).to_string();
+            assert!(error.contains("concurrent"), "{bad}: {error}");
+        }
+        for (shared, what) in [
+            ("format = \"criterion\"", "criterion"),
+            ("instructions = \"per-benchmark\"", "per-benchmark"),
+        ] {
+            let error = error_of(&suite(&format!("concurrent = true\n{shared}"))).to_string();
+            assert!(error.contains(what) && error.contains("alone"), "{error}");
+            assert!(
+                parse_kymo_toml(&suite(shared)).is_ok(),
+                "{shared} alone is fine"
+            );
+        }
     }
 
     #[test]

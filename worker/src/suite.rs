@@ -229,6 +229,50 @@ fn boundary_failed(
     }
 }
 
+/// Measures `suites` (each with the benchmarks asked of it) by `measure`: the timed ones one
+/// at a time, in order, then every `concurrent` one at once, each on a thread of its own with
+/// a log of its own. The uploads keep the suites' order; the log has the timed suites' part,
+/// then each concurrent one's. A timed suite's failure ends the measuring at once; a concurrent
+/// one's once they have all ended (the first in the suites' order is returned).
+pub fn measure_suites<M>(
+    suites: &[(&Suite, &[String])],
+    log: &mut String,
+    measure: M,
+) -> Result<Vec<SuiteUpload>, SuiteFailure>
+where
+    M: Fn(&Suite, &[String], &mut String) -> Result<SuiteUpload, SuiteFailure> + Sync,
+{
+    let mut uploads: Vec<Option<SuiteUpload>> = suites.iter().map(|_| None).collect();
+    let (together, alone): (Vec<_>, Vec<_>) =
+        (suites.iter().enumerate()).partition(|(_, (suite, _))| suite.concurrent);
+    for (index, (suite, only)) in alone {
+        uploads[index] = Some(measure(suite, only, log)?);
+    }
+    let measure = &measure;
+    let ended: Vec<_> = std::thread::scope(|scope| {
+        let running: Vec<_> = (together.into_iter())
+            .map(|(index, (suite, only))| {
+                scope.spawn(move || {
+                    let mut own = String::new();
+                    (index, measure(suite, only, &mut own), own)
+                })
+            })
+            .collect();
+        (running.into_iter())
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    for (index, measured, own) in ended {
+        log.push_str(&own);
+        uploads[index] = Some(measured?);
+    }
+    Ok(uploads.into_iter().flatten().collect())
+}
+
 /// Builds and runs one suite `repeat` times and merges the repeats.
 pub fn run_suite(
     ctx: &SuiteContext,
@@ -394,7 +438,8 @@ fn count_instructions(
     suite: &Suite,
     log: &mut String,
 ) -> Result<u64, SuiteFailure> {
-    let logs = ctx.dirs.tmp.join("kymo-instructions");
+    // A directory of the suite's own: concurrent suites count at the same time.
+    let logs = ctx.dirs.tmp.join("kymo-instructions").join(&suite.name);
     let fail = |error: String| SuiteFailure {
         error: format!("suite {:?}: counting instructions: {error}", suite.name),
         log_tail: String::new(),

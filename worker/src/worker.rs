@@ -14,12 +14,12 @@ use kymo_core::protocol::{
 };
 
 use crate::client::ServerClient;
-use crate::config::{KYMO_TOML_MAX_BYTES, KymoToml, parse_kymo_toml_bytes};
+use crate::config::{KYMO_TOML_MAX_BYTES, KymoToml, Suite, parse_kymo_toml_bytes};
 use crate::fingerprint::{detect_environment, detect_specs};
 use crate::mirror::{Mirror, mirror_dir_name};
 use crate::rustup::Toolchains;
 use crate::sandbox::{Sandbox, SandboxConfig, SuiteDirs};
-use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, run_suite};
+use crate::suite::{OutputLimits, SuiteContext, SuiteFailure, measure_suites, run_suite};
 
 /// How a worker is set up.
 #[derive(Debug, Clone)]
@@ -245,25 +245,30 @@ impl Worker {
         if !job.network {
             log.push_str("# the repository runs every suite without the network\n");
         }
-        let mut suites = Vec::with_capacity(side.config.suites.len());
         let count = side.config.suites.len();
-        for (index, suite) in side.config.suites.iter().enumerate() {
+        let all: Vec<(&Suite, &[String])> = (side.config.suites.iter())
+            .map(|suite| (suite, &[][..]))
+            .collect();
+        let measured = measure_suites(&all, &mut log, |suite, _, log| {
+            let index = (side.config.suites.iter())
+                .position(|s| s.name == suite.name)
+                .unwrap_or_default();
             let progress =
                 |what: String| control.phase(&format!("suite {} of {count}: {what}", index + 1));
-            let ctx = self.suite_context(&side, control, &progress);
-            match run_suite(&ctx, suite, &mut log) {
-                Ok(upload) => suites.push(upload),
-                Err(SuiteFailure {
-                    mut error,
-                    log_tail,
-                }) => {
-                    if !job.network {
-                        error.push_str(" (the repository runs its suites without the network)");
-                    }
-                    return Ok(JobOutcome::Failed { error, log_tail });
+            run_suite(&self.suite_context(&side, control, &progress), suite, log)
+        });
+        let suites = match measured {
+            Ok(suites) => suites,
+            Err(SuiteFailure {
+                mut error,
+                log_tail,
+            }) => {
+                if !job.network {
+                    error.push_str(" (the repository runs its suites without the network)");
                 }
+                return Ok(JobOutcome::Failed { error, log_tail });
             }
-        }
+        };
         Ok(JobOutcome::Succeeded {
             suites,
             log: log_tail(&log, MAX_LOG).to_owned(),

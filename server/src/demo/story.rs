@@ -120,8 +120,9 @@ const COUNTED: [&str; 4] = [
 const TIMED: [&str; 4] = ["ring/", "bus/", "fair_queue/", "log_read/"];
 
 /// The demo's kymo.toml runs this very binary's embedded kernels, so no build is needed: the
-/// story's quick kernels timed twice, the story's kernels counted once (counts do not vary, so
-/// they need no repeat), and three micro-VMs for a second each (each VM's memory is a sample).
+/// story's quick kernels timed once, alone; then, at the same time (neither needs a free CPU),
+/// the story's kernels counted once (counts do not vary, so they need no repeat) and three
+/// micro-VMs for a second each (each VM's memory is a sample).
 pub(super) fn kymo_toml(kymo: &Path) -> String {
     let kymo = kymo.display();
     let timed: String = TIMED.iter().map(|f| format!(" --filter {f}")).collect();
@@ -134,9 +135,9 @@ pub(super) fn kymo_toml(kymo: &Path) -> String {
         "'{kymo}' kernels vm-scale --json --vms 3 --duration 1 --tick-ms 20 --stagger-ms 10 --sample-ms 20 --variants variants.toml"
     );
     format!(
-        "[[suite]]\nname = \"kernels\"\nrun = {kernels:?}\nformat = \"kymo\"\nrepeat = 2\ntimeout = \"30s\"\n\n\
-         [[suite]]\nname = \"kernels-instructions\"\nrun = {instructions:?}\nformat = \"kymo\"\ntimeout = \"60s\"\n\n\
-         [[suite]]\nname = \"vm-scale\"\nrun = {vm_scale:?}\nformat = \"kymo\"\ntimeout = \"30s\"\n"
+        "[[suite]]\nname = \"kernels\"\nrun = {kernels:?}\nformat = \"kymo\"\ntimeout = \"30s\"\n\n\
+         [[suite]]\nname = \"kernels-instructions\"\nrun = {instructions:?}\nformat = \"kymo\"\ntimeout = \"60s\"\nconcurrent = true\n\n\
+         [[suite]]\nname = \"vm-scale\"\nrun = {vm_scale:?}\nformat = \"kymo\"\ntimeout = \"30s\"\nconcurrent = true\n"
     )
 }
 
@@ -183,5 +184,18 @@ mod tests {
                 && toml.contains("--filter ring/write_path/record")
         );
         assert!(!toml.contains("produce"), "no commit changes the producer");
+        assert_eq!(
+            toml.matches("concurrent = true").count(),
+            2,
+            "counts beside memory"
+        );
+        assert!(
+            !toml
+                .split("[[suite]]")
+                .nth(1)
+                .unwrap()
+                .contains("concurrent"),
+            "timed alone"
+        );
     }
 }

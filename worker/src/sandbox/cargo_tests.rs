@@ -40,6 +40,7 @@ fn cargo_suite(boundary: SuiteBoundary) -> Suite {
         instructions: InstructionCounts::Off,
         toolchain: None,
         cap_lints: None,
+        concurrent: false,
     }
 }
 

@@ -49,6 +49,7 @@ fn suite() -> Suite {
         instructions: InstructionCounts::PerBenchmark,
         toolchain: None,
         cap_lints: None,
+        concurrent: false,
     }
 }
 

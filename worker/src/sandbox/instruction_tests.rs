@@ -22,6 +22,7 @@ fn counting_suite(loops: u32) -> Suite {
         instructions: InstructionCounts::Command,
         toolchain: None,
         cap_lints: None,
+        concurrent: false,
     }
 }
 

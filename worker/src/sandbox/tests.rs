@@ -94,6 +94,7 @@ impl Server {
             instructions: InstructionCounts::Off,
             toolchain: None,
             cap_lints: None,
+            concurrent: false,
         })
     }
 

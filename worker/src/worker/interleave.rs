@@ -15,7 +15,7 @@ use kymo_core::stats::sequential::{LOOKS, SequentialPlan};
 use super::{JobControl, MAX_LOG, Worker};
 use crate::config::Suite;
 use crate::mirror::{Mirror, mirror_dir_name};
-use crate::suite::{SuiteContext, SuiteFailure, build_suite, measure_suite};
+use crate::suite::{SuiteContext, SuiteFailure, build_suite, measure_suite, measure_suites};
 
 /// Most rounds a worker runs, whatever the server asks: the server allows no more either.
 const MAX_ROUNDS: u32 = 20;
@@ -65,19 +65,19 @@ impl Worker {
             };
             let mut both = Vec::with_capacity(2);
             for (side, checked_out) in &sides {
-                let mut uploads = Vec::with_capacity(checked_out.config.suites.len());
-                for (suite, only_benchmarks) in selected(&checked_out.config.suites, &selection) {
+                let suites: Vec<_> = selected(&checked_out.config.suites, &selection).collect();
+                let measured = measure_suites(&suites, &mut log, |suite, only_benchmarks, log| {
                     let progress = |what: String| control.phase(&format!("{of}, {side}: {what}"));
                     let ctx = SuiteContext {
                         only_benchmarks,
                         ..self.suite_context(checked_out, control, &progress)
                     };
-                    match measure_suite(&ctx, suite, &mut log) {
-                        Ok(upload) => uploads.push(upload),
-                        Err(failure) => return Ok(failed(side, failure)),
-                    }
+                    measure_suite(&ctx, suite, log)
+                });
+                match measured {
+                    Ok(uploads) => both.push(uploads),
+                    Err(failure) => return Ok(failed(side, failure)),
                 }
-                both.push(uploads);
             }
             let head = both.pop().unwrap_or_default();
             let base = both.pop().unwrap_or_default();
