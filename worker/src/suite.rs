@@ -529,3 +529,129 @@ mod tests {
         assert_eq!(merged, one(7.0, vec![]));
     }
 }
+
+#[cfg(test)]
+mod concurrent {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::parse_kymo_toml;
+
+    /// Suites "timed" and "slow" run alone; "counts" and "memory" may run concurrently.
+    fn suites() -> Vec<Suite> {
+        let toml = "[[suite]]\nname = \"counts\"\nrun = \"true\"\nconcurrent = true\n\n\
+                    [[suite]]\nname = \"timed\"\nrun = \"true\"\n\n\
+                    [[suite]]\nname = \"memory\"\nrun = \"true\"\nconcurrent = true\n\n\
+                    [[suite]]\nname = \"slow\"\nrun = \"true\"\n";
+        parse_kymo_toml(toml).unwrap().suites
+    }
+
+    /// What each measured suite saw running beside it, in the order they started.
+    #[derive(Default)]
+    struct Seen {
+        running: Vec<String>,
+        beside: Vec<(String, Vec<String>)>,
+    }
+
+    fn measure_recording<'a>(
+        seen: &'a Mutex<Seen>,
+        fail: &'a [&'a str],
+    ) -> impl Fn(&Suite, &[String], &mut String) -> Result<SuiteUpload, SuiteFailure> + Sync + 'a
+    {
+        move |suite, _, log| {
+            seen.lock().unwrap().running.push(suite.name.clone());
+            std::thread::sleep(Duration::from_millis(200));
+            {
+                let mut seen = seen.lock().unwrap();
+                let beside = seen.running.clone();
+                seen.beside.push((suite.name.clone(), beside));
+                seen.running.retain(|name| *name != suite.name);
+            }
+            log.push_str(&format!("{} ran\n", suite.name));
+            if fail.contains(&suite.name.as_str()) {
+                return Err(SuiteFailure {
+                    error: format!("{} failed", suite.name),
+                    log_tail: String::new(),
+                });
+            }
+            Ok(SuiteUpload {
+                suite: suite.name.clone(),
+                results: SuiteResults {
+                    benchmarks: Vec::new(),
+                },
+            })
+        }
+    }
+
+    #[test]
+    fn timed_suites_run_alone_and_the_concurrent_ones_together_after_them() {
+        let suites = suites();
+        let all: Vec<(&Suite, &[String])> = suites.iter().map(|s| (s, &[][..])).collect();
+        let seen = Mutex::new(Seen::default());
+        let mut log = String::new();
+        let uploads = measure_suites(&all, &mut log, measure_recording(&seen, &[])).unwrap();
+        let names: Vec<&str> = uploads.iter().map(|u| u.suite.as_str()).collect();
+        assert_eq!(
+            names,
+            ["counts", "timed", "memory", "slow"],
+            "the file's order"
+        );
+        let seen = seen.into_inner().unwrap();
+        let beside = |name: &str| {
+            let (_, running) = seen.beside.iter().find(|(n, _)| n == name).unwrap();
+            let mut running = running.clone();
+            running.sort();
+            running
+        };
+        assert_eq!(beside("timed"), ["timed"], "a timed suite runs alone");
+        assert_eq!(beside("slow"), ["slow"]);
+        assert_eq!(beside("counts"), ["counts", "memory"], "{:?}", seen.beside);
+        assert_eq!(beside("memory"), ["counts", "memory"]);
+        let order: Vec<&str> = seen.beside.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            &order[..2],
+            ["timed", "slow"],
+            "timed suites first: {order:?}"
+        );
+        assert_eq!(log.lines().count(), 4, "every suite's log is kept: {log}");
+    }
+
+    #[test]
+    fn a_failure_is_reported_by_the_first_failing_suite_and_nothing_is_uploaded() {
+        let suites = suites();
+        let all: Vec<(&Suite, &[String])> = suites.iter().map(|s| (s, &[][..])).collect();
+        let seen = Mutex::new(Seen::default());
+        let mut log = String::new();
+        let failure = measure_suites(
+            &all,
+            &mut log,
+            measure_recording(&seen, &["memory", "counts"]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            failure.error, "counts failed",
+            "the first in the file's order"
+        );
+        assert!(
+            log.contains("memory ran"),
+            "both ended before the failure: {log}"
+        );
+        let seen = Mutex::new(Seen::default());
+        let failure =
+            measure_suites(&all, &mut log, measure_recording(&seen, &["timed"])).unwrap_err();
+        assert_eq!(failure.error, "timed failed");
+        let started: Vec<String> = seen
+            .into_inner()
+            .unwrap()
+            .beside
+            .into_iter()
+            .map(|b| b.0)
+            .collect();
+        assert_eq!(
+            started,
+            ["timed"],
+            "a timed suite's failure ends the measuring at once"
+        );
+    }
+}
