@@ -242,11 +242,12 @@ pub fn measure_suites<M>(
 where
     M: Fn(&Suite, &[String], &mut String) -> Result<SuiteUpload, SuiteFailure> + Sync,
 {
-    let mut uploads: Vec<Option<SuiteUpload>> = suites.iter().map(|_| None).collect();
+    let mut uploads: Vec<Option<Result<SuiteUpload, SuiteFailure>>> =
+        suites.iter().map(|_| None).collect();
     let (together, alone): (Vec<_>, Vec<_>) =
         (suites.iter().enumerate()).partition(|(_, (suite, _))| suite.concurrent);
     for (index, (suite, only)) in alone {
-        uploads[index] = Some(measure(suite, only, log)?);
+        uploads[index] = Some(Ok(measure(suite, only, log)?));
     }
     let measure = &measure;
     let ended: Vec<_> = std::thread::scope(|scope| {
@@ -268,9 +269,9 @@ where
     });
     for (index, measured, own) in ended {
         log.push_str(&own);
-        uploads[index] = Some(measured?);
+        uploads[index] = Some(measured);
     }
-    Ok(uploads.into_iter().flatten().collect())
+    uploads.into_iter().flatten().collect()
 }
 
 /// Builds and runs one suite `repeat` times and merges the repeats.
@@ -532,7 +533,7 @@ mod tests {
 
 #[cfg(test)]
 mod concurrent {
-    use std::sync::Mutex;
+    use std::sync::{Condvar, Mutex};
     use std::time::Duration;
 
     use super::*;
@@ -547,27 +548,40 @@ mod concurrent {
         parse_kymo_toml(toml).unwrap().suites
     }
 
-    /// What each measured suite saw running beside it, in the order they started.
+    /// Which suites run now, and each start with the suites running when it started, in order.
     #[derive(Default)]
     struct Seen {
         running: Vec<String>,
-        beside: Vec<(String, Vec<String>)>,
+        starts: Vec<(String, Vec<String>)>,
+        ends: Vec<String>,
     }
 
+    /// A measure that records what ran beside what. A concurrent suite waits (up to 10 s) until
+    /// every concurrent suite has started, so it ends only once they have met.
     fn measure_recording<'a>(
-        seen: &'a Mutex<Seen>,
+        seen: &'a (Mutex<Seen>, Condvar),
         fail: &'a [&'a str],
     ) -> impl Fn(&Suite, &[String], &mut String) -> Result<SuiteUpload, SuiteFailure> + Sync + 'a
     {
         move |suite, _, log| {
-            seen.lock().unwrap().running.push(suite.name.clone());
-            std::thread::sleep(Duration::from_millis(200));
-            {
-                let mut seen = seen.lock().unwrap();
-                let beside = seen.running.clone();
-                seen.beside.push((suite.name.clone(), beside));
-                seen.running.retain(|name| *name != suite.name);
-            }
+            let (lock, changed) = seen;
+            let mut state = lock.lock().unwrap();
+            state.running.push(suite.name.clone());
+            let running = state.running.clone();
+            state.starts.push((suite.name.clone(), running));
+            changed.notify_all();
+            let wait = if suite.concurrent { 10_000 } else { 20 };
+            let met = |s: &mut Seen| {
+                !suite.concurrent
+                    || ["counts", "memory"]
+                        .iter()
+                        .all(|n| s.starts.iter().any(|x| x.0 == *n))
+            };
+            let (mut state, _) = changed
+                .wait_timeout_while(state, Duration::from_millis(wait), |s| !met(s))
+                .unwrap();
+            state.running.retain(|name| *name != suite.name);
+            state.ends.push(suite.name.clone());
             log.push_str(&format!("{} ran\n", suite.name));
             if fail.contains(&suite.name.as_str()) {
                 return Err(SuiteFailure {
@@ -584,72 +598,56 @@ mod concurrent {
         }
     }
 
-    #[test]
-    fn timed_suites_run_alone_and_the_concurrent_ones_together_after_them() {
+    fn measured(fail: &[&str], log: &mut String) -> (Result<Vec<SuiteUpload>, SuiteFailure>, Seen) {
         let suites = suites();
         let all: Vec<(&Suite, &[String])> = suites.iter().map(|s| (s, &[][..])).collect();
-        let seen = Mutex::new(Seen::default());
+        let seen = (Mutex::new(Seen::default()), Condvar::new());
+        let result = measure_suites(&all, log, measure_recording(&seen, fail));
+        (result, seen.0.into_inner().unwrap())
+    }
+
+    #[test]
+    fn timed_suites_run_alone_and_the_concurrent_ones_together_after_them() {
         let mut log = String::new();
-        let uploads = measure_suites(&all, &mut log, measure_recording(&seen, &[])).unwrap();
-        let names: Vec<&str> = uploads.iter().map(|u| u.suite.as_str()).collect();
+        let (uploads, seen) = measured(&[], &mut log);
+        let names: Vec<String> = uploads.unwrap().into_iter().map(|u| u.suite).collect();
         assert_eq!(
             names,
             ["counts", "timed", "memory", "slow"],
             "the file's order"
         );
-        let seen = seen.into_inner().unwrap();
-        let beside = |name: &str| {
-            let (_, running) = seen.beside.iter().find(|(n, _)| n == name).unwrap();
-            let mut running = running.clone();
-            running.sort();
-            running
-        };
-        assert_eq!(beside("timed"), ["timed"], "a timed suite runs alone");
-        assert_eq!(beside("slow"), ["slow"]);
-        assert_eq!(beside("counts"), ["counts", "memory"], "{:?}", seen.beside);
-        assert_eq!(beside("memory"), ["counts", "memory"]);
-        let order: Vec<&str> = seen.beside.iter().map(|(n, _)| n.as_str()).collect();
+        let order: Vec<&str> = seen.starts.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(&order[..2], ["timed", "slow"], "timed suites first");
+        assert_eq!(seen.starts[0].1, ["timed"], "a timed suite runs alone");
         assert_eq!(
-            &order[..2],
-            ["timed", "slow"],
-            "timed suites first: {order:?}"
+            seen.ends[0], "timed",
+            "and ends before anything else starts"
         );
+        assert_eq!(seen.starts[1].1, ["slow"]);
+        assert_eq!(seen.ends[1], "slow");
+        let mut second = seen.starts[3].1.clone();
+        second.sort();
+        assert_eq!(second, ["counts", "memory"], "the concurrent ones at once");
         assert_eq!(log.lines().count(), 4, "every suite's log is kept: {log}");
     }
 
     #[test]
-    fn a_failure_is_reported_by_the_first_failing_suite_and_nothing_is_uploaded() {
-        let suites = suites();
-        let all: Vec<(&Suite, &[String])> = suites.iter().map(|s| (s, &[][..])).collect();
-        let seen = Mutex::new(Seen::default());
+    fn the_first_failure_in_the_files_order_is_reported_once_every_suite_has_ended() {
         let mut log = String::new();
-        let failure = measure_suites(
-            &all,
-            &mut log,
-            measure_recording(&seen, &["memory", "counts"]),
-        )
-        .unwrap_err();
+        let (result, _) = measured(&["memory", "counts"], &mut log);
+        let failure = result.unwrap_err();
         assert_eq!(
             failure.error, "counts failed",
             "the first in the file's order"
         );
         assert!(
-            log.contains("memory ran"),
-            "both ended before the failure: {log}"
+            log.contains("memory ran") && log.contains("counts ran"),
+            "{log}"
         );
-        let seen = Mutex::new(Seen::default());
-        let failure =
-            measure_suites(&all, &mut log, measure_recording(&seen, &["timed"])).unwrap_err();
-        assert_eq!(failure.error, "timed failed");
-        let started: Vec<String> = seen
-            .into_inner()
-            .unwrap()
-            .beside
-            .into_iter()
-            .map(|b| b.0)
-            .collect();
+        let (result, seen) = measured(&["timed"], &mut String::new());
+        assert_eq!(result.unwrap_err().error, "timed failed");
         assert_eq!(
-            started,
+            seen.ends,
             ["timed"],
             "a timed suite's failure ends the measuring at once"
         );
