@@ -84,11 +84,13 @@ fn by_metric(rounds: &[ComparedRound]) -> BTreeMap<MetricKey, MetricRounds> {
     out
 }
 
-/// Judges every benchmark × metric both sides measured in `rounds` by `plan`; `finished`:
+/// Judges every benchmark × metric both sides measured in `rounds` by `plan`, a change that
+/// `selection` claims by the plan that refutes it ([`SequentialPlan::refuting`]); `finished`:
 /// no more rounds follow (see [`judge_rounds`]). Pure.
 pub fn judge_comparison(
     rounds: &[ComparedRound],
     plan: &SequentialPlan,
+    selection: &[SuiteSelection],
     finished: bool,
 ) -> Vec<JudgedMetric> {
     (by_metric(rounds).into_iter())
@@ -97,7 +99,11 @@ pub fn judge_comparison(
             let judged = if metric == WORK_METRIC {
                 judge_work_rounds(&m.pairs)
             } else {
-                judge_rounds(&m.pairs, direction, plan, finished)
+                let plan = match SuiteSelection::claim(selection, &suite, &benchmark, &metric) {
+                    Some(claimed) => plan.refuting(claimed),
+                    None => *plan,
+                };
+                judge_rounds(&m.pairs, direction, &plan, finished)
             };
             JudgedMetric {
                 suite,
@@ -135,6 +141,7 @@ pub fn undecided(judged: &[JudgedMetric], asked: &[SuiteSelection]) -> Vec<Suite
                     suite: suite.to_owned(),
                     benchmarks: vec![name.to_owned()],
                     metrics: Vec::new(),
+                    claims: Vec::new(),
                 },
             );
         }

@@ -247,7 +247,7 @@ pub struct ComparisonSpec {
 /// One suite a comparison measures, and of it only `benchmarks` when there are any: the
 /// worker names them to the suite's command in [`ONLY_BENCHMARKS_ENV`], and a command that
 /// cannot run a subset runs everything (the verdict reads what it needs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SuiteSelection {
     pub suite: String,
@@ -259,6 +259,22 @@ pub struct SuiteSelection {
     /// the metric of its change, and the verdicts of the others need not hold it up.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<String>,
+    /// The changes a confirmation measures again: each benchmark × metric is judged against
+    /// its claim (see [`crate::stats::sequential::SequentialPlan::refuting`]), so a noisy
+    /// benchmark's rounds stop once they rule out the change claimed, not only ±2 %.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<Claim>,
+}
+
+/// A change a confirmation measures again: what the history's analysis found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// The benchmark's key (name and parameters), as a verdict names it.
+    pub benchmark: String,
+    pub metric: String,
+    /// The change found, in percent.
+    pub change_pct: f64,
 }
 
 /// The environment variable that names the benchmarks a suite's command need run, one per
@@ -296,6 +312,29 @@ impl SuiteSelection {
         };
         widen_names(&mut own.benchmarks, &other.benchmarks);
         widen_names(&mut own.metrics, &other.metrics);
+        for claim in &other.claims {
+            let same = |c: &&mut Claim| c.benchmark == claim.benchmark && c.metric == claim.metric;
+            match own.claims.iter_mut().find(same) {
+                // Two changes of one series at one commit pair: the smaller is the one that
+                // is harder to rule out.
+                Some(own) if own.change_pct.abs() > claim.change_pct.abs() => *own = claim.clone(),
+                Some(_) => {}
+                None => own.claims.push(claim.clone()),
+            }
+        }
+    }
+
+    /// The change claimed of a benchmark × metric of `suite`, if a confirmation measures it.
+    pub fn claim(
+        selection: &[SuiteSelection],
+        suite: &str,
+        benchmark: &str,
+        metric: &str,
+    ) -> Option<f64> {
+        (selection.iter().filter(|s| s.suite == suite))
+            .flat_map(|s| &s.claims)
+            .find(|c| c.benchmark == benchmark && c.metric == metric)
+            .map(|c| c.change_pct)
     }
 
     /// Whether measuring `selection` measures everything `wanted` asks for (an empty
@@ -487,6 +526,7 @@ mod tests {
             suite: suite.into(),
             benchmarks: benchmarks.iter().map(|b| b.to_string()).collect(),
             metrics: Vec::new(),
+            claims: Vec::new(),
         }
     }
 

@@ -10,7 +10,7 @@
 //! at the first commit, a re-measurement that failed), the change is announced as before,
 //! marked unconfirmed. A repository may turn confirmation off.
 
-use kymo_core::db::{ConfirmationDecision, ConfirmationTarget, PendingConfirmation};
+use kymo_core::db::{ConfirmationDecision, ConfirmationTarget};
 use kymo_core::model::Direction;
 use kymo_core::protocol::ComparedRound;
 use kymo_core::stats::VerdictKind;
@@ -175,13 +175,18 @@ pub async fn comparison_measured(state: &AppState, comparison_id: i64) -> AppRes
         return Ok(());
     }
     let rounds = stored_rounds(state, comparison_id).await?;
-    let Some((most, budget)) = state.db.comparison_plan(comparison_id).await? else {
+    let Some(stored) = state.db.comparison_plan(comparison_id).await? else {
         return Ok(());
     };
-    let rows = judge_rounds(&rounds, "", &plan_of(most, budget));
+    let plan = plan_of(stored.rounds, stored.budget_seconds);
     let mut confirmed = Vec::new();
     for p in &pending {
-        if judge(state, p, &rows, rounds.len() as i64).await? {
+        let Some(target) = state.db.confirmation_target(p.regression_id).await? else {
+            continue;
+        };
+        // Each change by its own claim, also when it reuses rounds measured for another.
+        let rows = judge_rounds(&rounds, "", &plan, &[target.selection()]);
+        if judge(state, &target, &rows, rounds.len() as i64).await? {
             confirmed.push(p.regression_id);
         }
     }
@@ -202,17 +207,14 @@ async fn stored_rounds(state: &AppState, comparison_id: i64) -> AppResult<Vec<Co
 /// Judges one confirmation by the re-measured rows; returns whether it was confirmed.
 async fn judge(
     state: &AppState,
-    pending: &PendingConfirmation,
+    target: &ConfirmationTarget,
     rows: &[CompareRow],
     rounds_run: i64,
 ) -> AppResult<bool> {
-    let Some(target) = state.db.confirmation_target(pending.regression_id).await? else {
-        return Ok(false);
-    };
     let row = (rows.iter()).find(|r| r.benchmark == target.benchmark && r.metric == target.metric);
     let Some(row) = row else {
         let note = "the re-measurement did not measure this benchmark: announced unconfirmed";
-        decide(state, &target, "unconfirmed", "interleaved", None, note).await?;
+        decide(state, target, "unconfirmed", "interleaved", None, note).await?;
         return Ok(true);
     };
     let v = &row.verdict;
@@ -234,18 +236,18 @@ async fn judge(
     match judge_remeasurement(expected, v.kind) {
         Outcome::Confirmed => {
             let note = format!("{found}: the same {}, confirmed", target.kind);
-            decide(state, &target, "confirmed", "interleaved", measured, &note).await?;
+            decide(state, target, "confirmed", "interleaved", measured, &note).await?;
             Ok(true)
         }
         Outcome::Refuted => {
             let note = format!("{found}: no such {}, refuted", target.kind);
-            decide(state, &target, "refuted", "interleaved", measured, &note).await?;
+            decide(state, target, "refuted", "interleaved", measured, &note).await?;
             Ok(false)
         }
         Outcome::NotSignificant => {
             let note =
                 format!("{found}: neither significant nor within the margin, so not confirmed");
-            decide(state, &target, "refuted", "interleaved", measured, &note).await?;
+            decide(state, target, "refuted", "interleaved", measured, &note).await?;
             Ok(false)
         }
     }

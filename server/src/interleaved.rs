@@ -11,7 +11,7 @@
 
 use kymo_core::db::{ComparisonRow, MeasuredBy, RepositoryRow};
 use kymo_core::interleaved::judge_comparison;
-use kymo_core::protocol::ComparedRound;
+use kymo_core::protocol::{ComparedRound, SuiteSelection};
 use kymo_core::results::validate_suites;
 use kymo_core::stats::sequential::SequentialPlan;
 use serde::Serialize;
@@ -68,13 +68,15 @@ pub fn validate_rounds(rounds: &[ComparedRound], asked: i64, adaptive: bool) -> 
     Ok(())
 }
 
-/// Judges every benchmark × metric both sides measured, on `machine`, by `plan`. Pure.
+/// Judges every benchmark × metric both sides measured, on `machine`, by `plan` (and the
+/// changes `selection` claims, a confirmation's, by the plan that refutes them). Pure.
 pub fn judge_rounds(
     rounds: &[ComparedRound],
     machine: &str,
     plan: &SequentialPlan,
+    selection: &[SuiteSelection],
 ) -> Vec<CompareRow> {
-    (judge_comparison(rounds, plan, true).into_iter())
+    (judge_comparison(rounds, plan, selection, true).into_iter())
         .map(|m| CompareRow {
             benchmark: m.benchmark,
             metric: m.metric,
@@ -112,12 +114,15 @@ pub async fn comparison_view(
         ),
         _ => {
             let plan = plan_of(comparison.rounds, comparison.budget_seconds);
+            let selection = (state.db.comparison_plan(comparison.id).await?)
+                .map(|p| p.selection)
+                .unwrap_or_default();
             let label = format!(
                 "{}, interleaved over {} rounds",
                 comparison.baseline,
                 rounds.len()
             );
-            (judge_rounds(&rounds, &machine, &plan), label)
+            (judge_rounds(&rounds, &machine, &plan, &selection), label)
         }
     };
     let report = summarise(
@@ -175,7 +180,7 @@ mod tests {
     #[test]
     fn a_head_thirty_percent_slower_is_a_regression_and_the_same_code_is_not() {
         let plan = plan_of(3, None);
-        let slower = judge_rounds(&rounds(100.0, 130.0, 0.02), "m", &plan);
+        let slower = judge_rounds(&rounds(100.0, 130.0, 0.02), "m", &plan, &[]);
         assert_eq!(slower.len(), 1);
         assert_eq!(
             slower[0].verdict.kind,
@@ -183,7 +188,7 @@ mod tests {
             "{slower:?}"
         );
         assert!((slower[0].verdict.change_pct - 30.0).abs() < 1.0);
-        let same = judge_rounds(&rounds(100.0, 100.0, 0.02), "m", &plan);
+        let same = judge_rounds(&rounds(100.0, 100.0, 0.02), "m", &plan, &[]);
         assert_ne!(same[0].verdict.kind, VerdictKind::Regression, "{same:?}");
         assert!(same[0].verdict.detectable_pct.is_some(), "{same:?}");
     }
@@ -192,7 +197,7 @@ mod tests {
     fn the_note_speaks_of_the_comparisons_rounds_not_of_a_commit_history() {
         // `kymo try` once said "short history (5 commit-to-commit changes)" of a repository
         // with 23 measured commits: a comparison's noise comes from its own rounds.
-        let rows = judge_rounds(&rounds(100.0, 100.4, 0.0), "m", &plan_of(3, None));
+        let rows = judge_rounds(&rounds(100.0, 100.4, 0.0), "m", &plan_of(3, None), &[]);
         let note = &rows[0].verdict.note;
         assert!(
             !note.contains("commit-to-commit") && !note.contains("short history"),
@@ -206,7 +211,7 @@ mod tests {
         for round in &mut rounds {
             round.head[0].results.benchmarks[0].name = "renamed".into();
         }
-        assert!(judge_rounds(&rounds, "m", &plan_of(3, None)).is_empty());
+        assert!(judge_rounds(&rounds, "m", &plan_of(3, None), &[]).is_empty());
     }
 
     #[test]

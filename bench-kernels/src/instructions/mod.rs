@@ -10,6 +10,7 @@
 //! their benchmarks in order.
 
 pub mod callgrind;
+pub mod client;
 pub mod region;
 
 use std::collections::BTreeMap;
@@ -59,6 +60,15 @@ pub fn count(itself: &SelfCommand, args: &[String]) -> anyhow::Result<Vec<Counte
     let log_file = dir.path().join("valgrind.log");
     let output = Command::new("valgrind")
         .arg("--tool=callgrind")
+        // Only the counted regions are instrumented: they switch it on and off themselves.
+        .arg(format!(
+            "--instr-atstart={}",
+            if client::INSTRUMENTED_FROM_START {
+                "yes"
+            } else {
+                "no"
+            }
+        ))
         .arg(format!("--dump-before={REGION_SYMBOL}"))
         .arg(format!("--dump-after={REGION_SYMBOL}"))
         .arg(format!("--callgrind-out-file={}", out_file.display()))

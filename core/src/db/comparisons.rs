@@ -150,6 +150,15 @@ impl MeasuredBy {
     }
 }
 
+/// How a comparison's rounds are judged, as stored with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPlan {
+    pub rounds: i64,
+    pub budget_seconds: Option<i64>,
+    /// What it measures (empty: everything), with the changes a confirmation claims.
+    pub selection: Vec<crate::protocol::SuiteSelection>,
+}
+
 /// What a worker needs beyond the head commit to run a comparison job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComparisonJob {
@@ -262,15 +271,23 @@ impl Db {
         )
     }
 
-    /// A comparison's most rounds and budget (see [`NewComparison`]); `None` for an unknown id.
-    pub async fn comparison_plan(&self, id: i64) -> Result<Option<(i64, Option<i64>)>, DbError> {
-        Ok(sqlx::query!(
-            "SELECT rounds, budget_seconds FROM comparisons WHERE id = ?",
+    /// A comparison's most rounds, budget (see [`NewComparison`]) and selection; `None` for an
+    /// unknown id.
+    pub async fn comparison_plan(&self, id: i64) -> Result<Option<StoredPlan>, DbError> {
+        let Some(k) = sqlx::query!(
+            "SELECT rounds, budget_seconds, selection FROM comparisons WHERE id = ?",
             id
         )
         .fetch_optional(&self.reader)
         .await?
-        .map(|k| (k.rounds, k.budget_seconds)))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(StoredPlan {
+            rounds: k.rounds,
+            budget_seconds: k.budget_seconds,
+            selection: super::confirmations::read_selection(k.selection.as_deref())?,
+        }))
     }
 
     /// The comparison a job measures, if it measures one.

@@ -9,7 +9,7 @@
 use super::comparisons::{NewComparison, insert_comparison_on};
 use super::jobs::LeaseSettings;
 use super::{Db, DbError};
-use crate::protocol::SuiteSelection;
+use crate::protocol::{Claim, SuiteSelection};
 
 /// A confirmation as pages and the API show it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -69,6 +69,11 @@ impl ConfirmationTarget {
             suite: self.suite.clone(),
             benchmarks: vec![name.to_owned()],
             metrics: vec![self.metric.clone()],
+            claims: vec![Claim {
+                benchmark: self.benchmark.clone(),
+                metric: self.metric.clone(),
+                change_pct: self.change_pct,
+            }],
         }
     }
 }
@@ -237,6 +242,11 @@ impl Db {
         for k in known {
             let selection = read_selection(k.selection.as_deref())?;
             if SuiteSelection::covers(&selection, &wanted) {
+                // Not yet claimed by a worker, it takes this change's claim too: its rounds
+                // may then stop once they rule this change out.
+                if !k.measured && k.job_state == "queued" {
+                    widen_selection(&mut tx, k.id, selection, &wanted).await?;
+                }
                 covering = Some((k.id, k.measured));
                 break;
             }
@@ -431,7 +441,7 @@ async fn new_comparison(
 }
 
 /// A comparison's stored selection; `None` (a try run's, a pull request's) is everything.
-fn read_selection(json: Option<&str>) -> Result<Vec<SuiteSelection>, DbError> {
+pub(super) fn read_selection(json: Option<&str>) -> Result<Vec<SuiteSelection>, DbError> {
     json.map_or(Ok(Vec::new()), |json| {
         serde_json::from_str(json)
             .map_err(|e| DbError::Invalid(format!("stored comparison selection is corrupt: {e}")))

@@ -56,7 +56,7 @@ pub use commit_status::{
 };
 pub use comparisons::{
     ADAPTIVE_ROUNDS, BUDGET_SECONDS, COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin,
-    ComparisonRow, DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, MeasuredBy, NewComparison,
+    ComparisonRow, DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, MeasuredBy, NewComparison, StoredPlan,
     checked_budget,
 };
 pub use confirmations::{

@@ -44,6 +44,14 @@ pub const LOOKS: [usize; 7] = [3, 4, 6, 8, 11, 15, 20];
 /// Half-width of the band in which a change counts as none, in percent.
 pub const EQUIVALENCE_MARGIN_PCT: f64 = 2.0;
 
+/// The share of a claimed change that rounds must rule out to refute it (see
+/// [`SequentialPlan::refuting`]).
+pub const REFUTED_SHARE: f64 = 0.5;
+
+/// The widest band a claim gives: beyond ±50 % a ratio's band is no longer symmetric
+/// (−100 % is the floor) and a claim that large is ruled out by anything near zero.
+pub const MAX_REFUTING_MARGIN_PCT: f64 = 50.0;
+
 /// Chance of calling a benchmark unchanged while it changed by more than the margin.
 pub const EQUIVALENCE_ALPHA: f64 = 0.05;
 
@@ -81,6 +89,22 @@ impl SequentialPlan {
             // branch measured −1.7 % in 8 rounds, 0.3 % apart, with identical instruction
             // counts).
             min_effect_pct: EQUIVALENCE_MARGIN_PCT,
+        }
+    }
+
+    /// The plan for measuring again a change claimed to be `claimed_pct` (a confirmation): a
+    /// change less than half of it, either way, counts as none, so its rounds stop as soon as
+    /// they rule the claim out, not only once they rule out ±2 %. A noisy benchmark flagged
+    /// +80 % is refuted by rounds that place it within ±40 %; a real change still has to be
+    /// significant to confirm, which is looked at first. The band is at most ±50 %.
+    pub fn refuting(&self, claimed_pct: f64) -> Self {
+        if claimed_pct.is_nan() {
+            return *self;
+        }
+        let half = (claimed_pct.abs() * REFUTED_SHARE).min(MAX_REFUTING_MARGIN_PCT);
+        Self {
+            margin_pct: self.margin_pct.max(half),
+            ..*self
         }
     }
 

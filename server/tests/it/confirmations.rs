@@ -223,10 +223,11 @@ fn a_noise_flag_is_refuted_by_measuring_again_and_never_alerted() {
 }
 
 /// A suite printing one value of `parse/small` per run, around `level`: each run of a work
-/// tree the next of a fixed sequence of wobbles (±3 %), as a machine's runs differ.
-fn wobbling_script(level: f64) -> String {
+/// tree the next of a fixed sequence of wobbles (±3 %), from `offset` on, as a machine's runs
+/// differ.
+fn wobbling_script(level: f64, offset: usize) -> String {
     format!(
-        r#"n=$(cat .runs 2>/dev/null || echo 0); echo $((n + 1)) > .runs
+        r#"n=$(cat .runs 2>/dev/null || echo {offset}); echo $((n + 1)) > .runs
 w=$(echo "0 2 -2 1 -1 3 -3 2 -2 1" | cut -d' ' -f$((n % 10 + 1)))
 v=$(awk -v l={level} -v w="$w" 'BEGIN {{ print l * (1 + w / 100) }}')
 echo '{{"benchmarks":[{{"name":"parse/small","params":{{"size":"16"}},"metrics":[{{"name":"time","unit":"ns","direction":"lower","value":'"$v"'}}]}}]}}'
@@ -243,7 +244,7 @@ fn a_slowdown_seen_through_run_to_run_noise_is_confirmed_in_three_rounds() {
             let value = if i >= 12 { 130.0 } else { 100.0 };
             let files = [
                 ("kymo.toml", kymo_toml("sh bench.sh", "30s", 1)),
-                ("bench.sh", wobbling_script(value)),
+                ("bench.sh", wobbling_script(value, 0)),
                 ("NOTES.md", format!("step {i}")),
             ];
             let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
@@ -270,6 +271,51 @@ fn a_slowdown_seen_through_run_to_run_noise_is_confirmed_in_three_rounds() {
     let change = confirmed["change_pct"].as_f64().unwrap();
     assert!((change - 30.0).abs() < 3.0, "{confirmed:#}");
     wait_for_alerts(&s.channel, 1);
+}
+
+#[test]
+fn a_noise_flag_on_a_wobbling_benchmark_is_refuted_at_the_first_look_by_the_change_it_claimed() {
+    let repo = TestRepo::new();
+    // The code never changes speed, but each run wobbles by up to 3 %, the suspect's runs
+    // out of step with its baseline's: rounds 2–4 % apart, so ±2 % is out of reach of
+    // three rounds. The +25 % the history claims is not.
+    let shas: Vec<String> = (0..20)
+        .map(|i| {
+            let files = [
+                ("kymo.toml", kymo_toml("sh bench.sh", "30s", 1)),
+                ("bench.sh", wobbling_script(100.0, i)),
+            ];
+            let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+            repo.commit(&files, &format!("change {i}"))
+        })
+        .collect();
+    let cpu = "Wobbling CPU";
+    let s = setup(&repo, cpu);
+    let specs = serde_json::to_value(specs(cpu)).unwrap();
+    for (i, sha) in shas.iter().enumerate() {
+        // A neighbour slowed the machine from commit 12 on.
+        let level = if i >= 12 { 125.0 } else { 100.0 };
+        let body = json!({ "commit": sha, "specs": specs, "suites": [{ "suite": "demo",
+            "results": { "benchmarks": [{ "name": "parse/small", "params": { "size": "16" },
+                "metrics": [{ "name": "time", "unit": "ns", "direction": "lower",
+                    "value": level, "samples": jittered(level, i) }] }] } }] });
+        let (status, answer) = post(&s.server, "/api/v1/repos/app/results", &body);
+        assert_eq!(status, 201, "{answer}");
+    }
+    let id = only_regression(&s.server)["id"].as_i64().unwrap();
+    assert_eq!(run_until_empty(&s.machine), 1, "one re-measurement");
+    let refuted = confirmation(&s.server, id);
+    assert_eq!(refuted["state"], "refuted", "{refuted:#}");
+    assert_eq!(refuted["rounds_run"], 3, "{refuted:#}");
+    let note = refuted["note"].as_str().unwrap();
+    assert!(note.contains("within ±12.5 %"), "{note}");
+    // The comparison shows the verdict the rounds stopped on.
+    let comparison = refuted["comparison_id"].as_i64().unwrap();
+    let view = s
+        .server
+        .get_json(&format!("/api/v1/repos/app/comparisons/{comparison}"));
+    let verdict = &view["report"]["rows"][0]["verdict"];
+    assert_eq!(verdict["kind"], "no_change", "{view:#}");
 }
 
 #[test]

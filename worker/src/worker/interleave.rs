@@ -84,7 +84,8 @@ impl Worker {
             measured.push(ComparedRound { base, head });
             // Time is decided only at the plan's looks; instruction counts from two rounds on.
             if plan.adaptive {
-                let open = undecided(&judge_comparison(&measured, &plan, false), &spec.selection);
+                let judged = judge_comparison(&measured, &plan, &spec.selection, false);
+                let open = undecided(&judged, &spec.selection);
                 match narrowed(&spec.selection, open) {
                     Some(open) => selection = open,
                     None => {
@@ -181,11 +182,13 @@ mod tests {
             suite: "b".into(),
             benchmarks: vec!["parse".into()],
             metrics: vec![],
+            claims: vec![],
         };
         let missing = SuiteSelection {
             suite: "gone".into(),
             benchmarks: vec![],
             metrics: vec![],
+            claims: vec![],
         };
         assert_eq!(
             names(&[one, missing]),
