@@ -28,8 +28,11 @@ pub enum NoiseReason {
     Bimodal { low: f64, high: f64 },
     /// A few runs lie far from the rest.
     HeavyTail { worst_pct: f64, typical_pct: f64 },
-    /// Too little history or too few samples to bound the noise tightly.
-    FewSamples { changes: usize, samples: usize },
+    /// Too little history to bound the noise tightly.
+    ShortHistory { changes: usize },
+    /// Too few samples a run to bound the noise tightly (known only where the model saw the
+    /// runs' samples; a model of values alone says nothing about them).
+    FewSamples { samples: usize },
     /// Runs of the same code simply differ this much.
     RunToRun { pct: f64 },
 }
@@ -49,10 +52,12 @@ impl NoiseReason {
                 "heavy tail: most commits move by about {typical_pct:.1} %, some by \
                  {worst_pct:.0} %"
             ),
-            NoiseReason::FewSamples { changes, samples } => format!(
-                "few samples: {changes} commit-to-commit change{} and {samples} sample{} a run \
-                 bound its noise only loosely",
-                if *changes == 1 { "" } else { "s" },
+            NoiseReason::ShortHistory { changes } => format!(
+                "short history: {changes} commit-to-commit change{} bound its noise only loosely",
+                if *changes == 1 { "" } else { "s" }
+            ),
+            NoiseReason::FewSamples { samples } => format!(
+                "few samples: {samples} sample{} a run bound its noise only loosely",
                 if *samples == 1 { "" } else { "s" }
             ),
             NoiseReason::RunToRun { pct } => {
@@ -79,9 +84,14 @@ pub fn noise_reason(model: &NoiseModel, values: &[f64]) -> NoiseReason {
             };
         }
     }
-    if model.changes < YOUNG_CHANGES || model.samples_per_commit < 5 {
-        return NoiseReason::FewSamples {
+    if model.changes < YOUNG_CHANGES {
+        return NoiseReason::ShortHistory {
             changes: model.changes,
+        };
+    }
+    // 0: the model was measured from values alone, and knows nothing of the samples.
+    if (1..5).contains(&model.samples_per_commit) {
+        return NoiseReason::FewSamples {
             samples: model.samples_per_commit,
         };
     }
@@ -176,14 +186,27 @@ mod tests {
         let young = [100.0, 130.0, 90.0, 120.0];
         let reason = noise_reason(&model_of(&young), &young);
         assert!(
-            matches!(reason, NoiseReason::FewSamples { changes: 3, .. }),
+            matches!(reason, NoiseReason::ShortHistory { changes: 3 }),
             "{reason:?}"
+        );
+        assert_eq!(
+            reason.describe(),
+            "short history: 3 commit-to-commit changes bound its noise only loosely"
         );
 
         let steady: Vec<f64> = (0..40)
             .map(|i| 100.0 * (1.0 + 0.1 * ((i * 7 % 5) as f64 - 2.0) / 2.0))
             .collect();
         let mut model = model_of(&steady);
+        // A model of values alone (as stored for every series) knows no samples: that is no
+        // reason to call it few (it once read "0 samples a run").
+        model.samples_per_commit = 0;
+        let reason = noise_reason(&model, &steady);
+        assert!(matches!(reason, NoiseReason::RunToRun { .. }), "{reason:?}");
+        model.samples_per_commit = 3;
+        let reason = noise_reason(&model, &steady);
+        assert_eq!(reason, NoiseReason::FewSamples { samples: 3 });
+        assert!(reason.describe().contains("3 samples a run"));
         model.samples_per_commit = 10;
         let reason = noise_reason(&model, &steady);
         assert!(matches!(reason, NoiseReason::RunToRun { .. }), "{reason:?}");

@@ -1,5 +1,5 @@
 //! The repository page's pointer at benchmarks too noisy to see a 10 % change at their next
-//! commit, each with the reason (two levels its runs jump between, a heavy tail, few samples,
+//! commit, each with the reason (two levels its runs jump between, a heavy tail, a short history, few samples,
 //! or plain run-to-run noise) and what would help. Self-contained: the stored noise of every
 //! series picks the few, and only those few read their recent values.
 
@@ -81,9 +81,8 @@ fn remedy(reason: &NoiseReason) -> &'static str {
         NoiseReason::HeavyTail { .. } => {
             "a quieter machine, or `kymo try`, whose interleaved rounds share the load"
         }
-        NoiseReason::FewSamples { .. } => {
-            "more measured commits, or more samples a run (`repeat` in kymo.toml)"
-        }
+        NoiseReason::ShortHistory { .. } => "more measured commits (`kymo run REPO --last 50`)",
+        NoiseReason::FewSamples { .. } => "more samples a run (`repeat` in kymo.toml)",
         NoiseReason::RunToRun { .. } => {
             "instruction counts (`instructions = true`), or interleaved rounds (`kymo try`)"
         }

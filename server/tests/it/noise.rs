@@ -290,3 +290,44 @@ async fn recording_the_same_changes_again_touches_no_record() {
     assert!(created.is_empty());
     assert_eq!(changed_at().await.unwrap(), Some(2_000_000_500));
 }
+
+/// The repository page's pointer at series too noisy to see 10 %: a series whose runs differ
+/// by ±20 % from commit to commit is named with that reason, a young one with its short
+/// history; neither with a count of samples its stored noise never saw (it once read "0
+/// samples a run" beside runs of 20 samples).
+#[tokio::test]
+async fn the_repository_page_names_the_series_too_noisy_to_see_10_percent_and_why() {
+    let app = TestApp::new().await;
+    let (repo, first) = app.with_repo().await;
+    let mut shas = vec![first];
+    for i in 1..24 {
+        shas.push(repo.commit(&[("f", &i.to_string())], &format!("change {i}")));
+    }
+    for (i, sha) in shas.iter().enumerate() {
+        let wild = 100.0 * (1.0 + 0.2 * ((i * 7 % 5) as f64 - 2.0) / 2.0);
+        let mut benchmarks = vec![json!({ "name": "wild", "metrics": [{ "name": "time",
+            "unit": "ns", "direction": "lower", "value": wild, "samples": jittered(wild, i) }] })];
+        if i >= 22 {
+            let young = if i == 22 { 100.0 } else { 160.0 };
+            benchmarks.push(json!({ "name": "young", "metrics": [{ "name": "time",
+                "unit": "ns", "direction": "lower", "value": young,
+                "samples": jittered(young, i) }] }));
+        }
+        let upload = json!({ "commit": sha, "specs": specs(),
+            "suites": [{ "suite": "s", "results": { "benchmarks": benchmarks } }] });
+        let (status, answer) = app.post("/api/v1/repos/r/results", &upload).await;
+        assert!(status.is_success(), "{answer}");
+    }
+    let (_, page) = app.get("/repos/r").await;
+    let page = page.as_str().unwrap();
+    let section = &page[page.find("Too noisy to see 10 %").expect(page)..];
+    assert!(
+        section.contains("runs of the same code differ by about"),
+        "{section}"
+    );
+    assert!(
+        section.contains("short history: 1 commit-to-commit change bound"),
+        "{section}"
+    );
+    assert!(!section.contains("samples a run"), "{section}");
+}
