@@ -150,6 +150,20 @@ fn a_benchmark_one_side_lacks_is_not_judged() {
     assert!(judged.iter().all(|m| m.name == "parse"), "{judged:?}");
 }
 
+/// A confirmation's selection of `parse`'s time, claiming it changed by `change_pct`.
+fn claim(change_pct: f64) -> SuiteSelection {
+    SuiteSelection {
+        suite: "s".into(),
+        benchmarks: vec!["parse".into()],
+        metrics: vec!["time".into()],
+        claims: vec![Claim {
+            benchmark: "parse".into(),
+            metric: "time".into(),
+            change_pct,
+        }],
+    }
+}
+
 #[test]
 fn a_confirmation_stops_once_its_rounds_rule_out_the_change_claimed() {
     // Rounds 3–4 % apart on a benchmark that did not change: ±2 % is out of reach for
@@ -163,16 +177,6 @@ fn a_confirmation_stops_once_its_rounds_rule_out_the_change_claimed() {
                 head: side(head * w, 1_000_000.0, 0.002),
             })
             .collect()
-    };
-    let claim = |change_pct: f64| SuiteSelection {
-        suite: "s".into(),
-        benchmarks: vec!["parse".into()],
-        metrics: vec!["time".into()],
-        claims: vec![Claim {
-            benchmark: "parse".into(),
-            metric: "time".into(),
-            change_pct,
-        }],
     };
     let plan = SequentialPlan::adaptive(9);
     let parse = |judged: Vec<JudgedMetric>| {
@@ -225,19 +229,9 @@ fn a_confirmation_stops_once_its_rounds_rule_out_the_change_claimed() {
 
 #[test]
 fn two_claims_of_one_series_keep_the_smaller_which_is_harder_to_rule_out() {
-    let with = |change_pct: f64| SuiteSelection {
-        suite: "s".into(),
-        benchmarks: vec!["parse".into()],
-        metrics: vec!["time".into()],
-        claims: vec![Claim {
-            benchmark: "parse".into(),
-            metric: "time".into(),
-            change_pct,
-        }],
-    };
-    let mut selection = vec![with(80.0)];
-    SuiteSelection::widen(&mut selection, &with(-30.0));
-    SuiteSelection::widen(&mut selection, &with(50.0));
+    let mut selection = vec![claim(80.0)];
+    SuiteSelection::widen(&mut selection, &claim(-30.0));
+    SuiteSelection::widen(&mut selection, &claim(50.0));
     assert_eq!(
         SuiteSelection::claim(&selection, "s", "parse", "time"),
         Some(-30.0)

@@ -235,27 +235,26 @@ echo '{{"benchmarks":[{{"name":"parse/small","params":{{"size":"16"}},"metrics":
     )
 }
 
-#[test]
-fn a_slowdown_seen_through_run_to_run_noise_is_confirmed_in_three_rounds() {
+/// 20 commits whose suite is `script(i)` (one value of `parse/small` per run), a history
+/// uploaded as from the worker's machine that steps to `flagged` at commit 12, and the one
+/// re-measurement that step asks for, run: returns the setup and the step's confirmation.
+fn confirmed_step(cpu: &str, script: impl Fn(usize) -> String, flagged: f64) -> (Setup, Value) {
     let repo = TestRepo::new();
-    // One value per run, a few percent apart from run to run, as on a busy machine.
     let shas: Vec<String> = (0..20)
         .map(|i| {
-            let value = if i >= 12 { 130.0 } else { 100.0 };
             let files = [
                 ("kymo.toml", kymo_toml("sh bench.sh", "30s", 1)),
-                ("bench.sh", wobbling_script(value, 0)),
+                ("bench.sh", script(i)),
                 ("NOTES.md", format!("step {i}")),
             ];
             let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
             repo.commit(&files, &format!("change {i}"))
         })
         .collect();
-    let cpu = "Patient CPU";
     let s = setup(&repo, cpu);
     let specs = serde_json::to_value(specs(cpu)).unwrap();
     for (i, sha) in shas.iter().enumerate() {
-        let level = if i >= 12 { 130.0 } else { 100.0 };
+        let level = if i >= 12 { flagged } else { 100.0 };
         let body = json!({ "commit": sha, "specs": specs, "suites": [{ "suite": "demo",
             "results": { "benchmarks": [{ "name": "parse/small", "params": { "size": "16" },
                 "metrics": [{ "name": "time", "unit": "ns", "direction": "lower",
@@ -265,7 +264,16 @@ fn a_slowdown_seen_through_run_to_run_noise_is_confirmed_in_three_rounds() {
     }
     let id = only_regression(&s.server)["id"].as_i64().unwrap();
     assert_eq!(run_until_empty(&s.machine), 1, "one re-measurement");
-    let confirmed = confirmation(&s.server, id);
+    let found = confirmation(&s.server, id);
+    (s, found)
+}
+
+#[test]
+fn a_slowdown_seen_through_run_to_run_noise_is_confirmed_in_three_rounds() {
+    // One value per run, a few percent apart from run to run, as on a busy machine; the code
+    // is 30 % slower from commit 12 on.
+    let script = |i| wobbling_script(if i >= 12 { 130.0 } else { 100.0 }, 0);
+    let (s, confirmed) = confirmed_step("Patient CPU", script, 130.0);
     assert_eq!(confirmed["state"], "confirmed", "{confirmed:#}");
     assert_eq!(confirmed["rounds_run"], 3);
     let change = confirmed["change_pct"].as_f64().unwrap();
@@ -275,36 +283,11 @@ fn a_slowdown_seen_through_run_to_run_noise_is_confirmed_in_three_rounds() {
 
 #[test]
 fn a_noise_flag_on_a_wobbling_benchmark_is_refuted_at_the_first_look_by_the_change_it_claimed() {
-    let repo = TestRepo::new();
     // The code never changes speed, but each run wobbles by up to 3 %, the suspect's runs
     // out of step with its baseline's: rounds 2–4 % apart, so ±2 % is out of reach of
-    // three rounds. The +25 % the history claims is not.
-    let shas: Vec<String> = (0..20)
-        .map(|i| {
-            let files = [
-                ("kymo.toml", kymo_toml("sh bench.sh", "30s", 1)),
-                ("bench.sh", wobbling_script(100.0, i)),
-            ];
-            let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
-            repo.commit(&files, &format!("change {i}"))
-        })
-        .collect();
-    let cpu = "Wobbling CPU";
-    let s = setup(&repo, cpu);
-    let specs = serde_json::to_value(specs(cpu)).unwrap();
-    for (i, sha) in shas.iter().enumerate() {
-        // A neighbour slowed the machine from commit 12 on.
-        let level = if i >= 12 { 125.0 } else { 100.0 };
-        let body = json!({ "commit": sha, "specs": specs, "suites": [{ "suite": "demo",
-            "results": { "benchmarks": [{ "name": "parse/small", "params": { "size": "16" },
-                "metrics": [{ "name": "time", "unit": "ns", "direction": "lower",
-                    "value": level, "samples": jittered(level, i) }] }] } }] });
-        let (status, answer) = post(&s.server, "/api/v1/repos/app/results", &body);
-        assert_eq!(status, 201, "{answer}");
-    }
-    let id = only_regression(&s.server)["id"].as_i64().unwrap();
-    assert_eq!(run_until_empty(&s.machine), 1, "one re-measurement");
-    let refuted = confirmation(&s.server, id);
+    // three rounds. The +25 % the history claims (a neighbour slowed the machine from
+    // commit 12 on) is not.
+    let (s, refuted) = confirmed_step("Wobbling CPU", |i| wobbling_script(100.0, i), 125.0);
     assert_eq!(refuted["state"], "refuted", "{refuted:#}");
     assert_eq!(refuted["rounds_run"], 3, "{refuted:#}");
     let note = refuted["note"].as_str().unwrap();
