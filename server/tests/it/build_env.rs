@@ -142,7 +142,11 @@ fn rustc_version(toolchain: &str) -> String {
         .args(["run", toolchain, "rustc", "--version"])
         .output()
         .unwrap();
-    assert!(output.status.success(), "rustup run {toolchain} rustc");
+    assert!(
+        output.status.success(),
+        "rustup run {toolchain} rustc: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
