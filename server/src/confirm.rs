@@ -12,7 +12,7 @@
 
 use kymo_core::db::{ConfirmationDecision, ConfirmationTarget};
 use kymo_core::model::Direction;
-use kymo_core::protocol::ComparedRound;
+use kymo_core::protocol::SuiteSelection;
 use kymo_core::stats::VerdictKind;
 use kymo_core::stats::confirmation::{
     CONFIRMATION_BUDGET_SECONDS, CONFIRMATION_ROUNDS, Outcome, instructions_evidence,
@@ -20,8 +20,8 @@ use kymo_core::stats::confirmation::{
 };
 
 use crate::compare::CompareRow;
-use crate::error::{AppError, AppResult};
-use crate::interleaved::{judge_rounds, plan_of};
+use crate::error::AppResult;
+use crate::interleaved::{Stored, judge_rounds, stored};
 use crate::state::AppState;
 
 /// How long a confirmation waits for its machine to take the job before the change is
@@ -174,34 +174,34 @@ pub async fn comparison_measured(state: &AppState, comparison_id: i64) -> AppRes
     if pending.is_empty() {
         return Ok(());
     }
-    let rounds = stored_rounds(state, comparison_id).await?;
-    let Some(stored) = state.db.comparison_plan(comparison_id).await? else {
+    let Some(Stored {
+        plan,
+        mut selection,
+        rounds,
+    }) = stored(state, comparison_id).await?
+    else {
         return Ok(());
     };
-    let plan = plan_of(stored.rounds, stored.budget_seconds);
-    let mut confirmed = Vec::new();
+    let rounds = rounds.unwrap_or_default();
+    let mut targets = Vec::new();
     for p in &pending {
-        let Some(target) = state.db.confirmation_target(p.regression_id).await? else {
-            continue;
-        };
-        // Each change by its own claim, also when it reuses rounds measured for another.
-        let rows = judge_rounds(&rounds, "", &plan, &[target.selection()]);
-        if judge(state, &target, &rows, rounds.len() as i64).await? {
-            confirmed.push(p.regression_id);
+        if let Some(target) = state.db.confirmation_target(p.regression_id).await? {
+            // Each change by its own claim, also when it reuses rounds measured for another.
+            SuiteSelection::widen(&mut selection, &target.selection());
+            targets.push(target);
+        }
+    }
+    let rows = judge_rounds(&rounds, "", &plan, &selection);
+    let mut confirmed = Vec::new();
+    for target in &targets {
+        if judge(state, target, &rows, rounds.len() as i64).await? {
+            confirmed.push(target.regression_id);
         }
     }
     if !confirmed.is_empty() {
         crate::alerts::regressions_found(state, &confirmed).await?;
     }
     Ok(())
-}
-
-async fn stored_rounds(state: &AppState, comparison_id: i64) -> AppResult<Vec<ComparedRound>> {
-    let Some(json) = state.db.comparison_results(comparison_id).await? else {
-        return Ok(Vec::new());
-    };
-    serde_json::from_str(&json)
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("stored comparison is corrupt: {e}")))
 }
 
 /// Judges one confirmation by the re-measured rows; returns whether it was confirmed.

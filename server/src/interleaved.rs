@@ -43,6 +43,31 @@ pub fn plan_of(rounds: i64, budget_seconds: Option<i64>) -> SequentialPlan {
     }
 }
 
+/// A comparison's rounds as stored, with the plan and selection they are judged by.
+pub struct Stored {
+    pub plan: SequentialPlan,
+    /// What it measures, with the changes its confirmations claim.
+    pub selection: Vec<SuiteSelection>,
+    /// `None` until its worker sent them.
+    pub rounds: Option<Vec<ComparedRound>>,
+}
+
+/// Reads a comparison's rounds, plan and selection in one query; `None` for an unknown id.
+pub async fn stored(state: &AppState, id: i64) -> AppResult<Option<Stored>> {
+    let Some(stored) = state.db.stored_comparison(id).await? else {
+        return Ok(None);
+    };
+    let rounds = (stored.results.as_deref())
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("stored comparison is corrupt: {e}")))?;
+    Ok(Some(Stored {
+        plan: plan_of(stored.rounds, stored.budget_seconds),
+        selection: stored.selection,
+        rounds,
+    }))
+}
+
 /// Checks a worker's rounds before they are stored: as many as were asked for (an adaptive
 /// comparison may stop sooner, never later), each side's suites valid as a run's are.
 pub fn validate_rounds(rounds: &[ComparedRound], asked: i64, adaptive: bool) -> Result<(), String> {
@@ -96,7 +121,12 @@ pub async fn comparison_view(
 ) -> AppResult<ComparisonView> {
     // Measured in CI: one run of each side, judged against the runner's stored history.
     let interleaved = comparison.measured == MeasuredBy::Interleaved.as_str();
-    let Some(results) = state.db.comparison_results(comparison.id).await? else {
+    let Some(Stored {
+        plan,
+        selection,
+        rounds: Some(rounds),
+    }) = stored(state, comparison.id).await?
+    else {
         return Ok(ComparisonView {
             comparison,
             interleaved,
@@ -104,8 +134,6 @@ pub async fn comparison_view(
             report: None,
         });
     };
-    let rounds: Vec<ComparedRound> = serde_json::from_str(&results)
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("stored comparison is corrupt: {e}")))?;
     let machine = comparison.machine.clone().unwrap_or_default();
     let (rows, label) = match rounds.first() {
         Some(round) if !interleaved => (
@@ -113,10 +141,6 @@ pub async fn comparison_view(
             format!("{}, measured in CI", comparison.baseline),
         ),
         _ => {
-            let plan = plan_of(comparison.rounds, comparison.budget_seconds);
-            let selection = (state.db.comparison_plan(comparison.id).await?)
-                .map(|p| p.selection)
-                .unwrap_or_default();
             let label = format!(
                 "{}, interleaved over {} rounds",
                 comparison.baseline,

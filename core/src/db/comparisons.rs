@@ -150,13 +150,15 @@ impl MeasuredBy {
     }
 }
 
-/// How a comparison's rounds are judged, as stored with it.
+/// A comparison's measured rounds and how they are judged, as stored with it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoredPlan {
+pub struct StoredComparison {
     pub rounds: i64,
     pub budget_seconds: Option<i64>,
     /// What it measures (empty: everything), with the changes a confirmation claims.
     pub selection: Vec<crate::protocol::SuiteSelection>,
+    /// Its measured rounds (JSON, as its worker sent them), once it has them.
+    pub results: Option<String>,
 }
 
 /// What a worker needs beyond the head commit to run a comparison job.
@@ -261,21 +263,11 @@ impl Db {
         .await?)
     }
 
-    /// The measured rounds of a comparison (JSON, as its worker sent them), once it has them.
-    pub async fn comparison_results(&self, id: i64) -> Result<Option<String>, DbError> {
-        Ok(
-            sqlx::query_scalar!("SELECT results FROM comparisons WHERE id = ?", id)
-                .fetch_optional(&self.reader)
-                .await?
-                .flatten(),
-        )
-    }
-
-    /// A comparison's most rounds, budget (see [`NewComparison`]) and selection; `None` for an
-    /// unknown id.
-    pub async fn comparison_plan(&self, id: i64) -> Result<Option<StoredPlan>, DbError> {
+    /// A comparison's most rounds, budget (see [`NewComparison`]), selection and measured
+    /// rounds, in one read; `None` for an unknown id.
+    pub async fn stored_comparison(&self, id: i64) -> Result<Option<StoredComparison>, DbError> {
         let Some(k) = sqlx::query!(
-            "SELECT rounds, budget_seconds, selection FROM comparisons WHERE id = ?",
+            "SELECT rounds, budget_seconds, selection, results FROM comparisons WHERE id = ?",
             id
         )
         .fetch_optional(&self.reader)
@@ -283,10 +275,11 @@ impl Db {
         else {
             return Ok(None);
         };
-        Ok(Some(StoredPlan {
+        Ok(Some(StoredComparison {
             rounds: k.rounds,
             budget_seconds: k.budget_seconds,
             selection: super::confirmations::read_selection(k.selection.as_deref())?,
+            results: k.results,
         }))
     }
 

@@ -56,8 +56,8 @@ pub use commit_status::{
 };
 pub use comparisons::{
     ADAPTIVE_ROUNDS, BUDGET_SECONDS, COMPARISON_ROUNDS, ComparisonJob, ComparisonOrigin,
-    ComparisonRow, DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, MeasuredBy, NewComparison, StoredPlan,
-    checked_budget,
+    ComparisonRow, DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, MeasuredBy, NewComparison,
+    StoredComparison, checked_budget,
 };
 pub use confirmations::{
     ConfirmationDecision, ConfirmationTarget, ConfirmationView, PendingConfirmation, REFUTED_BY,
