@@ -13,6 +13,7 @@ pub mod exec;
 pub mod fingerprint;
 pub mod instructions;
 pub mod mirror;
+pub mod placement;
 #[cfg(test)]
 mod properties;
 pub mod rustup;

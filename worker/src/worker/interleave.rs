@@ -1,6 +1,7 @@
 //! A comparison job: the base and the head checked out side by side, each built once, then
-//! measured alternately (base, head, base, head, ...) so that drift and background load over
-//! the job fall on both sides alike. An adaptive one (with a budget) looks at its verdicts after
+//! measured alternately (base, head, then head, base, ...) so that drift and background load
+//! over the job, and whatever favours one place in a round, fall on both sides alike; each
+//! side's programs are read afresh into memory before it runs (`placement`). An adaptive one (with a budget) looks at its verdicts after
 //! the rounds of [`kymo_core::stats::sequential::LOOKS`], runs only the undecided benchmarks
 //! after that, and stops when every benchmark is decided or the budget would be overrun.
 
@@ -63,8 +64,19 @@ impl Worker {
             } else {
                 format!("round {round} of {most}")
             };
-            let mut both = Vec::with_capacity(2);
-            for (side, checked_out) in &sides {
+            let mut both = [Vec::new(), Vec::new()];
+            for index in round_order(round) {
+                let (side, checked_out) = &sides[index];
+                // Its programs from pages of their own this round (see `placement`).
+                match crate::placement::refresh(&checked_out.dirs.target) {
+                    Ok(done) if round == 1 && done.files > 0 => log.push_str(&format!(
+                        "# {side}: {} programs ({} KiB) read afresh into memory each round\n",
+                        done.files,
+                        done.bytes / 1024
+                    )),
+                    Ok(_) => {}
+                    Err(err) => log.push_str(&format!("# {side}: programs not refreshed: {err}\n")),
+                }
                 let suites: Vec<_> = selected(&checked_out.config.suites, &selection).collect();
                 let measured = measure_suites(&suites, &mut log, |suite, only_benchmarks, log| {
                     let progress = |what: String| control.phase(&format!("{of}, {side}: {what}"));
@@ -75,12 +87,11 @@ impl Worker {
                     measure_suite(&ctx, suite, log)
                 });
                 match measured {
-                    Ok(uploads) => both.push(uploads),
+                    Ok(uploads) => both[index] = uploads,
                     Err(failure) => return Ok(failed(side, failure)),
                 }
             }
-            let head = both.pop().unwrap_or_default();
-            let base = both.pop().unwrap_or_default();
+            let [base, head] = both;
             measured.push(ComparedRound { base, head });
             // Time is decided only at the plan's looks; instruction counts from two rounds on.
             if plan.adaptive {
@@ -113,6 +124,13 @@ impl Worker {
             log: log_tail(&log, MAX_LOG).to_owned(),
         })
     }
+}
+
+/// Which side runs first in a round (0: the base, 1: the head): the base in odd rounds, the
+/// head in even ones, so that whatever favours the first or the second run of a round (caches
+/// the other left warm, a clock that ramps up, a neighbour's rhythm) falls on both sides alike.
+fn round_order(round: u32) -> [usize; 2] {
+    if round % 2 == 1 { [0, 1] } else { [1, 0] }
 }
 
 /// What later rounds run: the undecided benchmarks `open`, within what the comparison asked
@@ -194,6 +212,17 @@ mod tests {
             names(&[one, missing]),
             [("b".into(), vec!["parse".to_string()])]
         );
+    }
+
+    #[test]
+    fn each_side_runs_first_in_every_other_round() {
+        let firsts: Vec<usize> = (1..=4).map(|round| round_order(round)[0]).collect();
+        assert_eq!(firsts, [0, 1, 0, 1]);
+        for round in 1..=4 {
+            let mut both = round_order(round);
+            both.sort();
+            assert_eq!(both, [0, 1], "both sides run in round {round}");
+        }
     }
 
     #[test]
