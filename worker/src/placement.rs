@@ -20,7 +20,7 @@ use std::path::Path;
 
 /// Most bytes refreshed a side a round: a suite's programs, not every test binary of a large
 /// debug build (reading them back costs a disk read each round).
-const MOST_BYTES: u64 = 1 << 30;
+const MOST_BYTES: u64 = 512 << 20;
 
 /// What [`refresh`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
