@@ -59,9 +59,13 @@ fn dump_options() -> Vec<String> {
     options
 }
 
-/// The script cargo runs each benchmark executable through. Each executable gets a new
-/// directory under `root` with its list; each of its benchmarks a numbered directory below
-/// that, with its id, its dumps and valgrind's log. Only the executable and `--bench` are
+/// The script cargo runs each benchmark executable through. An executable is criterion's when
+/// its `--help` names `--profile-time`, or when its parser refuses `--list` with
+/// `--profile-time` as options that "cannot be used with" each other: criterion 0.5 parses its
+/// arguments with clap built without help, so its `--help` is only "error: unexpected argument
+/// found" (a libtest harness calls `--profile-time` unrecognized instead). Each executable gets
+/// a new directory under `root` with its list; each of its benchmarks a numbered directory
+/// below that, with its id, its dumps and valgrind's log. Only the executable and `--bench` are
 /// kept of cargo's arguments in the counted runs: the filter is ours, and criterion's
 /// timing options mean nothing to its profiling mode.
 pub fn runner_script(root: &Path) -> String {
@@ -74,7 +78,8 @@ pub fn runner_script(root: &Path) -> String {
         "# Written by kymo for per-benchmark instruction counts: cargo starts each benchmark\n\
          # executable through this script. Criterion's run under callgrind; others do not run.\n\
          out=$(mktemp -d {root}/run.XXXXXX) || exit 1\n\
-         if ! \"$1\" --help 2>/dev/null | grep -q -e --profile-time; then\n\
+         if ! {{ \"$1\" --help 2>/dev/null | grep -q -e --profile-time ||\n\
+         \x20 \"$1\" --list --profile-time 1 2>&1 | grep -q 'cannot be used with'; }}; then\n\
          \x20 : > \"$out/not-criterion\"\n\
          \x20 exit 0\n\
          fi\n\
