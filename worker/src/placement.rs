@@ -164,21 +164,18 @@ mod tests {
         for sub in ["deps", "build/kymo-1a2b", "incremental/x", ".fingerprint"] {
             std::fs::create_dir_all(release.join(sub)).unwrap();
         }
-        write(&release.join("deps/bench-1a2b"), b"\x7fELF program", 0o755);
-        write(
-            &release.join("deps/libplugin.so"),
-            b"\x7fELF library",
-            0o644,
-        );
-        write(&release.join("deps/libdep-1a2b.rlib"), b"archive", 0o644);
-        write(&release.join("deps/bench-1a2b.d"), b"deps", 0o644);
-        write(
-            &release.join("build/kymo-1a2b/build-script-build"),
-            b"x",
-            0o755,
-        );
-        write(&release.join("incremental/x/obj"), b"x", 0o755);
-        write(&release.join(".fingerprint/x"), b"x", 0o755);
+        let files: [(&str, &[u8], u32); 7] = [
+            ("deps/bench-1a2b", b"\x7fELF program", 0o755),
+            ("deps/libplugin.so", b"\x7fELF library", 0o644),
+            ("deps/libdep-1a2b.rlib", b"archive", 0o644),
+            ("deps/bench-1a2b.d", b"deps", 0o644),
+            ("build/kymo-1a2b/build-script-build", b"x", 0o755),
+            ("incremental/x/obj", b"x", 0o755),
+            (".fingerprint/x", b"x", 0o755),
+        ];
+        for (path, bytes, mode) in files {
+            write(&release.join(path), bytes, mode);
+        }
         std::os::unix::fs::symlink(release.join("deps/bench-1a2b"), release.join("bench")).unwrap();
         let done = refresh(dir.path()).unwrap();
         assert_eq!(
