@@ -1,9 +1,10 @@
 //! A comparison job: the base and the head checked out side by side, each built once, then
 //! measured alternately (base, head, then head, base, ...) so that drift and background load
 //! over the job, and whatever favours one place in a round, fall on both sides alike; each
-//! side's programs are read afresh into memory before it runs (`placement`). An adaptive one (with a budget) looks at its verdicts after
-//! the rounds of [`kymo_core::stats::sequential::LOOKS`], runs only the undecided benchmarks
-//! after that, and stops when every benchmark is decided or the budget would be overrun.
+//! side's programs are read afresh into memory before it runs (`placement`). An adaptive one
+//! (with a budget) looks at its verdicts after the rounds of
+//! [`kymo_core::stats::sequential::LOOKS`], runs only the undecided benchmarks after that, and
+//! stops when every benchmark is decided or the budget would be overrun.
 
 use std::time::{Duration, Instant};
 
