@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Most bytes refreshed a side a round: a suite's programs, not every test binary of a large
 /// debug build (reading them back costs a disk read each round).
@@ -29,12 +29,12 @@ pub struct Refreshed {
     pub bytes: u64,
 }
 
-/// Drops the programs built under `dir` (executables and shared libraries, but not build
-/// scripts or incremental state) from the page cache and reads them back, so that they sit in
-/// pages of their own this round. Files that cannot be opened are skipped; the walk does not
-/// follow symbolic links.
-pub fn refresh(dir: &Path) -> io::Result<Refreshed> {
-    let mut done = Refreshed::default();
+/// The programs built under `dir` (executables and shared libraries, but not build scripts or
+/// incremental state), at most [`MOST_BYTES`] of them. The walk does not follow symbolic
+/// links; a missing `dir` has none. Found once a comparison, after its builds.
+pub fn programs(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    let mut bytes = 0;
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
         let entries = match std::fs::read_dir(&dir) {
@@ -58,14 +58,24 @@ pub fn refresh(dir: &Path) -> io::Result<Refreshed> {
             }
             let meta = entry.metadata()?;
             let program = meta.permissions().mode() & 0o111 != 0 || is_shared_library(&name);
-            if !program || done.bytes + meta.len() > MOST_BYTES {
-                continue;
+            if program && bytes + meta.len() <= MOST_BYTES {
+                bytes += meta.len();
+                found.push(entry.path());
             }
-            if let Ok(file) = File::open(entry.path()) {
-                reread(&file)?;
-                done.files += 1;
-                done.bytes += meta.len();
-            }
+        }
+    }
+    Ok(found)
+}
+
+/// Drops `programs` from the page cache and reads them back, so that they sit in pages of
+/// their own this round. Files that cannot be opened (gone since) are skipped.
+pub fn refresh(programs: &[PathBuf]) -> io::Result<Refreshed> {
+    let mut done = Refreshed::default();
+    for path in programs {
+        if let Ok(file) = File::open(path) {
+            reread(&file)?;
+            done.files += 1;
+            done.bytes += file.metadata()?.len();
         }
     }
     Ok(done)
@@ -140,7 +150,7 @@ mod tests {
         drop_cached(&file).unwrap();
         assert_eq!(resident_pages(&file), 0, "dropped from the page cache");
 
-        let done = refresh(dir.path()).unwrap();
+        let done = refresh(&programs(dir.path()).unwrap()).unwrap();
         assert_eq!(
             done,
             Refreshed {
@@ -177,13 +187,13 @@ mod tests {
             write(&release.join(path), bytes, mode);
         }
         std::os::unix::fs::symlink(release.join("deps/bench-1a2b"), release.join("bench")).unwrap();
-        let done = refresh(dir.path()).unwrap();
+        let done = refresh(&programs(dir.path()).unwrap()).unwrap();
         assert_eq!(
             done.files, 2,
             "the program and the shared library: {done:?}"
         );
         assert_eq!(
-            refresh(&dir.path().join("missing")).unwrap(),
+            refresh(&programs(&dir.path().join("missing")).unwrap()).unwrap(),
             Refreshed::default()
         );
     }

@@ -56,6 +56,17 @@ impl Worker {
                 }
             }
         }
+        // What each side's rounds read afresh: the programs its builds left (see `placement`).
+        let mut programs = Vec::with_capacity(2);
+        for (side, checked_out) in &sides {
+            programs.push(match crate::placement::programs(&checked_out.dirs.target) {
+                Ok(found) => found,
+                Err(err) => {
+                    log.push_str(&format!("# {side}: programs not refreshed: {err}\n"));
+                    Vec::new()
+                }
+            });
+        }
         let started = Instant::now();
         let mut selection = spec.selection.clone();
         let mut measured: Vec<ComparedRound> = Vec::with_capacity(most as usize);
@@ -69,7 +80,7 @@ impl Worker {
             for index in round_order(round) {
                 let (side, checked_out) = &sides[index];
                 // Its programs from pages of their own this round (see `placement`).
-                match crate::placement::refresh(&checked_out.dirs.target) {
+                match crate::placement::refresh(&programs[index]) {
                     Ok(done) if round == 1 && done.files > 0 => log.push_str(&format!(
                         "# {side}: {} programs ({} KiB) read afresh into memory each round\n",
                         done.files,
