@@ -390,9 +390,9 @@ pub struct TryRequest {
     /// The baseline: a commit-ish; the merge base with the tracked branch when absent.
     #[serde(default)]
     pub base: Option<String>,
-    /// Alternations of base and head (1-20). Given without a budget: exactly that many.
+    /// Alternations of base and head (1-40). Given without a budget: exactly that many.
     /// Otherwise the comparison is adaptive: rounds until every benchmark is decided, the
-    /// budget is spent, or this many (20 when absent) ran.
+    /// budget is spent, or this many (40 when absent) ran.
     #[serde(default)]
     pub rounds: Option<i64>,
     /// Seconds the rounds may take (10-86400); the repository's budget when absent.

@@ -39,7 +39,7 @@ use super::verdict::{Verdict, VerdictKind};
 /// Rounds after which an adaptive comparison looks at its verdicts (and after its last).
 /// Looks are spread out because each one costs a share of α; the early ones stop large
 /// changes, the late ones have the degrees of freedom to see small ones.
-pub const LOOKS: [usize; 7] = [3, 4, 6, 8, 11, 15, 20];
+pub const LOOKS: [usize; 9] = [3, 4, 6, 8, 11, 15, 20, 27, 35];
 
 /// Half-width of the band in which a change counts as none, in percent.
 pub const EQUIVALENCE_MARGIN_PCT: f64 = 2.0;

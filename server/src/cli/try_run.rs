@@ -21,9 +21,9 @@ pub struct TryArgs {
     /// The baseline [default: the merge base of REF with the tracked branch].
     #[arg(long)]
     pub base: Option<String>,
-    /// Exactly this many alternations of base and head (1-20), judged once at the end. Without
+    /// Exactly this many alternations of base and head (1-40), judged once at the end. Without
     /// it (or with `--budget`) the rounds go on until every benchmark is decided, the budget is
-    /// spent, or 20 (or this many) ran.
+    /// spent, or 40 (or this many) ran.
     #[arg(long)]
     pub rounds: Option<i64>,
     /// How long the rounds may take (`90s`, `10m`, `1h`) [default: the repository's, 10m].

@@ -66,8 +66,8 @@ fn a_clear_slowdown_stops_at_the_first_look_and_the_same_code_is_unchanged_with_
     assert_eq!(slower.status.code(), Some(1), "{}", stdout(&slower));
     let view = latest_view(&server);
     assert_eq!(view["comparison"]["budget_seconds"], 600, "{view:#}");
-    assert_eq!(view["comparison"]["rounds"], 20, "{view:#}");
-    // Decided at the first look: 3 rounds of the 20 the budget allowed.
+    assert_eq!(view["comparison"]["rounds"], 40, "{view:#}");
+    // Decided at the first look: 3 rounds of the 40 the budget allowed.
     assert_eq!(view["rounds_run"], 3, "{view:#}");
     let verdict = &view["report"]["rows"][0]["verdict"];
     assert_eq!(verdict["kind"], "regression", "{view:#}");

@@ -163,7 +163,7 @@ fn try_exits_2_when_the_run_fails_or_cannot_be_asked_for_and_queues_nothing_for_
 
     let unknown = server.kymo(&["try", "app", "no-such-branch"]);
     assert_eq!(unknown.status.code(), Some(2));
-    for rounds in ["0", "21"] {
+    for rounds in ["0", "41"] {
         let refused = server.kymo(&["try", "app", "docs", "--rounds", rounds]);
         assert_eq!(refused.status.code(), Some(2));
         assert!(

@@ -20,7 +20,7 @@ use crate::mirror::{Mirror, mirror_dir_name};
 use crate::suite::{SuiteContext, SuiteFailure, build_suite, measure_suite, measure_suites};
 
 /// Most rounds a worker runs, whatever the server asks: the server allows no more either.
-const MAX_ROUNDS: u32 = 20;
+const MAX_ROUNDS: u32 = kymo_core::db::ADAPTIVE_ROUNDS as u32;
 
 impl Worker {
     pub(super) fn run_comparison(
