@@ -118,7 +118,10 @@ fn false_alarms_stay_below_alpha_over_all_looks() {
                 alarms += 1;
             }
         }
-        assert!(alarms <= 20, "{alarms} false alarms in 2000 of {most} rounds");
+        assert!(
+            alarms <= 20,
+            "{alarms} false alarms in 2000 of {most} rounds"
+        );
     }
 }
 
@@ -137,7 +140,10 @@ fn forty_rounds_find_on_a_busy_machine_what_twenty_leave_undecided() {
             .count()
     };
     let (twenty, forty) = (found(20), found(40));
-    assert!(forty >= twenty + 40, "{twenty} within 20 rounds, {forty} within 40");
+    assert!(
+        forty >= twenty + 40,
+        "{twenty} within 20 rounds, {forty} within 40"
+    );
 }
 
 #[test]

@@ -131,3 +131,80 @@ async fn completions_that_do_not_fit_a_comparison_job_are_refused_and_fail_it() 
     let (_, series) = app.get("/api/v1/repos/r/series?benchmark=parse").await;
     assert!(series.as_array().unwrap().is_empty(), "{series}");
 }
+
+/// The `comparisons` table's stored definition and how many comparisons and comparison jobs
+/// the database holds, read past the application.
+async fn comparisons_on_disk(app: &TestApp) -> (String, i64, i64) {
+    let pool = sqlx::SqlitePool::connect_with(
+        sqlx::sqlite::SqliteConnectOptions::new().filename(app.db_path()),
+    )
+    .await
+    .unwrap();
+    let found = sqlx::query_as(
+        "SELECT (SELECT sql FROM sqlite_schema WHERE name = 'comparisons'),
+                (SELECT count(*) FROM comparisons),
+                (SELECT count(*) FROM jobs WHERE comparison_id IS NOT NULL)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    found
+}
+
+#[tokio::test]
+async fn a_database_from_before_forty_rounds_keeps_its_comparisons_and_takes_forty() {
+    let mut app = TestApp::new().await;
+    let repo = TestRepo::new();
+    let base = repo.commit(&[("file", "0")], "first");
+    let head = repo.commit(&[("file", "1")], "second");
+    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
+    assert_eq!(
+        app.post("/api/v1/repos", &body).await.0,
+        StatusCode::CREATED
+    );
+    let ask = |rounds: i64| json!({ "commit": head, "base": base, "rounds": rounds });
+    assert_eq!(
+        app.post("/api/v1/repos/r/try", &ask(20)).await.0,
+        StatusCode::ACCEPTED
+    );
+
+    // As a database was before migration 0039: at most 20 rounds, the migration not applied.
+    let pool = sqlx::SqlitePool::connect_with(
+        sqlx::sqlite::SqliteConnectOptions::new().filename(app.db_path()),
+    )
+    .await
+    .unwrap();
+    sqlx::raw_sql(
+        "PRAGMA writable_schema = ON;
+         UPDATE sqlite_schema SET sql = replace(sql, 'BETWEEN 1 AND 40', 'BETWEEN 1 AND 20')
+          WHERE name = 'comparisons';
+         PRAGMA writable_schema = RESET;
+         DELETE FROM _sqlx_migrations WHERE version = 39;",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let (old, comparisons, jobs) = comparisons_on_disk(&app).await;
+    assert!(old.contains("CHECK (rounds BETWEEN 1 AND 20)"), "{old}");
+    assert_eq!((comparisons, jobs), (1, 1));
+
+    app.reopen().await.unwrap();
+    let (new, comparisons, jobs) = comparisons_on_disk(&app).await;
+    assert!(new.contains("CHECK (rounds BETWEEN 1 AND 40)"), "{new}");
+    assert_eq!(
+        new.replace("AND 40", "AND 20"),
+        old,
+        "nothing else of the table changed"
+    );
+    // The comparison and its job outlived the migration: nothing cascaded.
+    assert_eq!((comparisons, jobs), (1, 1));
+    assert_eq!(
+        app.post("/api/v1/repos/r/try", &ask(40)).await.0,
+        StatusCode::ACCEPTED
+    );
+    let (status, refused) = app.post("/api/v1/repos/r/try", &ask(41)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(comparisons_on_disk(&app).await.1, 2);
+}
