@@ -44,6 +44,15 @@ pub const LOOKS: [usize; 9] = [3, 4, 6, 8, 11, 15, 20, 27, 35];
 /// Half-width of the band in which a change counts as none, in percent.
 pub const EQUIVALENCE_MARGIN_PCT: f64 = 2.0;
 
+/// Smallest change of wall time a comparison calls a finding, in percent: more than two builds
+/// of identical code were seen to differ by, however certain. On this machine such builds
+/// measured −1.7 % (8 rounds, 0.3 % apart), +2.7 % (3 rounds) and −2.2 % (15 rounds, 1.3 %
+/// apart, with each side's programs read afresh every round): in about one comparison of ten
+/// something about one side (not its code, its instructions counted alike) held for the whole
+/// comparison. Between the margin and this, a change is neither unchanged nor a finding:
+/// `inconclusive`, with its size.
+pub const MIN_TIME_CHANGE_PCT: f64 = 3.0;
+
 /// The share of a claimed change that rounds must rule out to refute it (see
 /// [`SequentialPlan::refuting`]).
 pub const REFUTED_SHARE: f64 = 0.5;
@@ -84,11 +93,7 @@ impl SequentialPlan {
             alpha: 0.01,
             equivalence_alpha: EQUIVALENCE_ALPHA,
             margin_pct: EQUIVALENCE_MARGIN_PCT,
-            // A change inside the band that counts as none is not a finding, however certain:
-            // two builds of identical code differ by that much in layout alone (an unchanged
-            // branch measured −1.7 % in 8 rounds, 0.3 % apart, with identical instruction
-            // counts).
-            min_effect_pct: EQUIVALENCE_MARGIN_PCT,
+            min_effect_pct: MIN_TIME_CHANGE_PCT,
         }
     }
 
@@ -384,6 +389,16 @@ fn describe(
         Some(_) => {
             format!("decided after {rounds}; a change above {detectable:.1} % would have been seen")
         }
+        None if look.mean.abs() > reach => format!(
+            "undecided after {measured} round{} (of at most {}): a change of {:+.1} %, \
+             certain but smaller than the {:.1} % that two builds of the same code can differ \
+             by, and not within ±{:.1} %",
+            if measured == 1 { "" } else { "s" },
+            plan.max_rounds,
+            verdict.change_pct,
+            plan.min_effect_pct,
+            plan.margin_pct
+        ),
         None => format!(
             "undecided after {measured} round{} (of at most {}): neither significant nor \
              within ±{:.1} %; only a change above {detectable:.1} % would have been seen at \

@@ -287,3 +287,30 @@ fn runs_slowed_as_a_whole_neither_hide_a_change_nor_raise_false_alarms() {
     assert!(unchanged >= 475, "{unchanged} of 500 unchanged");
     assert!(found >= 475, "{found} of 500 found");
 }
+
+#[test]
+fn a_certain_change_smaller_than_identical_builds_differ_by_is_no_finding() {
+    // Rounds 0.3 % apart: −2.2 % is certain, as an unchanged branch measured beside a CPU hog
+    // for 15 rounds; it is neither a finding nor unchanged. −4 % is a finding.
+    let plan = SequentialPlan::adaptive(40);
+    let shifted = |change: f64| {
+        let mut rng = Rng::new(9);
+        judged(&rounds(&mut rng, 15, change, 0.003, 24), &plan)
+    };
+    let small = shifted(-0.022);
+    assert_eq!(small.verdict.kind, VerdictKind::Inconclusive, "{small:?}");
+    assert!(
+        !small.decided && small.verdict.ci_high_pct < 0.0,
+        "{small:?}"
+    );
+    let change = format!("{:+.1} %", small.verdict.change_pct);
+    assert!(
+        small.verdict.note.contains(&change)
+            && small.verdict.note.contains("smaller than the 3.0 %"),
+        "{}",
+        small.verdict.note
+    );
+    let large = shifted(-0.04);
+    assert_eq!(large.verdict.kind, VerdictKind::Improvement, "{large:?}");
+    assert!(large.rounds < 15, "{large:?}");
+}
