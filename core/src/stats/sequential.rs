@@ -102,6 +102,11 @@ impl SequentialPlan {
     /// they rule the claim out, not only once they rule out ±2 %. A noisy benchmark flagged
     /// +80 % is refuted by rounds that place it within ±40 %; a real change still has to be
     /// significant to confirm, which is looked at first. The band is at most ±50 %.
+    ///
+    /// A claim rests on history: its new level held over the commits after it, each built
+    /// apart, so no one pair of builds made it, and rounds that see it again need not clear
+    /// [`MIN_TIME_CHANGE_PCT`] as well (a branch's one pair of builds must): the margin is
+    /// enough.
     pub fn refuting(&self, claimed_pct: f64) -> Self {
         if claimed_pct.is_nan() {
             return *self;
@@ -109,6 +114,7 @@ impl SequentialPlan {
         let half = (claimed_pct.abs() * REFUTED_SHARE).min(MAX_REFUTING_MARGIN_PCT);
         Self {
             margin_pct: self.margin_pct.max(half),
+            min_effect_pct: self.min_effect_pct.min(EQUIVALENCE_MARGIN_PCT),
             ..*self
         }
     }
