@@ -40,9 +40,8 @@ fn suites() -> Value {
         { "name": "time", "unit": "ns", "direction": "lower", "value": 100.0 }] }] } }])
 }
 
-#[tokio::test]
-async fn completions_that_do_not_fit_a_comparison_job_are_refused_and_fail_it() {
-    let app = TestApp::new().await;
+/// Repository `r` with two commits, tracked: the repository and the commits (base, head).
+async fn two_commits(app: &TestApp) -> (TestRepo, String, String) {
     let repo = TestRepo::new();
     let base = repo.commit(&[("file", "0")], "first");
     let head = repo.commit(&[("file", "1")], "second");
@@ -51,6 +50,13 @@ async fn completions_that_do_not_fit_a_comparison_job_are_refused_and_fail_it() 
         app.post("/api/v1/repos", &body).await.0,
         StatusCode::CREATED
     );
+    (repo, base, head)
+}
+
+#[tokio::test]
+async fn completions_that_do_not_fit_a_comparison_job_are_refused_and_fail_it() {
+    let app = TestApp::new().await;
+    let (_repo, base, head) = two_commits(&app).await;
     let token = (app.state.db)
         .create_token("w", kymo_core::db::TokenScope::Worker, 0)
         .await
@@ -132,14 +138,16 @@ async fn completions_that_do_not_fit_a_comparison_job_are_refused_and_fail_it() 
     assert!(series.as_array().unwrap().is_empty(), "{series}");
 }
 
+/// The database file opened past the application.
+async fn raw_pool(app: &TestApp) -> sqlx::SqlitePool {
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(app.db_path());
+    sqlx::SqlitePool::connect_with(options).await.unwrap()
+}
+
 /// The `comparisons` table's stored definition and how many comparisons and comparison jobs
 /// the database holds, read past the application.
 async fn comparisons_on_disk(app: &TestApp) -> (String, i64, i64) {
-    let pool = sqlx::SqlitePool::connect_with(
-        sqlx::sqlite::SqliteConnectOptions::new().filename(app.db_path()),
-    )
-    .await
-    .unwrap();
+    let pool = raw_pool(app).await;
     let found = sqlx::query_as(
         "SELECT (SELECT sql FROM sqlite_schema WHERE name = 'comparisons'),
                 (SELECT count(*) FROM comparisons),
@@ -155,14 +163,7 @@ async fn comparisons_on_disk(app: &TestApp) -> (String, i64, i64) {
 #[tokio::test]
 async fn a_database_from_before_forty_rounds_keeps_its_comparisons_and_takes_forty() {
     let mut app = TestApp::new().await;
-    let repo = TestRepo::new();
-    let base = repo.commit(&[("file", "0")], "first");
-    let head = repo.commit(&[("file", "1")], "second");
-    let body = json!({ "name": "r", "url": repo.path().to_str().unwrap(), "branch": "main" });
-    assert_eq!(
-        app.post("/api/v1/repos", &body).await.0,
-        StatusCode::CREATED
-    );
+    let (_repo, base, head) = two_commits(&app).await;
     let ask = |rounds: i64| json!({ "commit": head, "base": base, "rounds": rounds });
     assert_eq!(
         app.post("/api/v1/repos/r/try", &ask(20)).await.0,
@@ -170,11 +171,7 @@ async fn a_database_from_before_forty_rounds_keeps_its_comparisons_and_takes_for
     );
 
     // As a database was before migration 0039: at most 20 rounds, the migration not applied.
-    let pool = sqlx::SqlitePool::connect_with(
-        sqlx::sqlite::SqliteConnectOptions::new().filename(app.db_path()),
-    )
-    .await
-    .unwrap();
+    let pool = raw_pool(&app).await;
     sqlx::raw_sql(
         "PRAGMA writable_schema = ON;
          UPDATE sqlite_schema SET sql = replace(sql, 'BETWEEN 1 AND 40', 'BETWEEN 1 AND 20')
