@@ -29,10 +29,17 @@ pub struct Refreshed {
     pub bytes: u64,
 }
 
+/// A program found by [`programs`]: its path and its size when found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
 /// The programs built under `dir` (executables and shared libraries, but not build scripts or
 /// incremental state), at most [`MOST_BYTES`] of them. The walk does not follow symbolic
 /// links; a missing `dir` has none. Found once a comparison, after its builds.
-pub fn programs(dir: &Path) -> io::Result<Vec<PathBuf>> {
+pub fn programs(dir: &Path) -> io::Result<Vec<Program>> {
     let mut found = Vec::new();
     let mut bytes = 0;
     let mut pending = vec![dir.to_path_buf()];
@@ -60,7 +67,10 @@ pub fn programs(dir: &Path) -> io::Result<Vec<PathBuf>> {
             let program = meta.permissions().mode() & 0o111 != 0 || is_shared_library(&name);
             if program && bytes + meta.len() <= MOST_BYTES {
                 bytes += meta.len();
-                found.push(entry.path());
+                found.push(Program {
+                    path: entry.path(),
+                    bytes: meta.len(),
+                });
             }
         }
     }
@@ -69,13 +79,13 @@ pub fn programs(dir: &Path) -> io::Result<Vec<PathBuf>> {
 
 /// Drops `programs` from the page cache and reads them back, so that they sit in pages of
 /// their own this round. Files that cannot be opened (gone since) are skipped.
-pub fn refresh(programs: &[PathBuf]) -> io::Result<Refreshed> {
+pub fn refresh(programs: &[Program]) -> io::Result<Refreshed> {
     let mut done = Refreshed::default();
-    for path in programs {
-        if let Ok(file) = File::open(path) {
+    for program in programs {
+        if let Ok(file) = File::open(&program.path) {
             reread(&file)?;
             done.files += 1;
-            done.bytes += file.metadata()?.len();
+            done.bytes += program.bytes;
         }
     }
     Ok(done)
