@@ -11,7 +11,7 @@ use kymo_core::protocol::query_value;
 use serde::Deserialize;
 
 use super::embed::{public_base, trend_svg_path};
-use super::trend::{Window, load_series_trend};
+use super::trend::{Window, load_series_trends};
 use super::{PageResult, is_htmx, render};
 use crate::chart::YScale;
 use crate::error::AppError;
@@ -107,13 +107,9 @@ pub async fn benchmark(
     // The oldest and newest commit shown on any chart: (position, sha, time).
     let mut oldest: Option<(usize, String, Option<i64>)> = None;
     let mut newest: Option<(usize, String, Option<i64>)> = None;
-    // The charts' reads at once: each waits on its own reader connection more than it works.
-    let trends = futures_util::future::try_join_all(
-        (all.iter())
-            .map(|series| load_series_trend(&state, &repo_name, series, window, &regressions)),
-    )
-    .await?;
-    for (series, mut trend) in all.into_iter().zip(trends) {
+    let drawn = load_series_trends(&state, &repo_name, &all, window).await?;
+    for (series, drawn) in all.into_iter().zip(drawn) {
+        let mut trend = drawn.into_trend(&repo_name, &series, &regressions);
         trend.y_scale = y_scale;
         if let (Some(first), Some(last)) = (trend.points.first(), trend.points.last()) {
             if oldest.as_ref().is_none_or(|o| first.position < o.0) {

@@ -1,7 +1,9 @@
 //! One series as a trend graph with its overlays: what the benchmark page shows per series
 //! and what the embeddable `trend.svg` image draws.
 
-use kymo_core::db::{BenchmarkSeriesRow, EnvironmentPoint, RegressionRow, SummaryWindow};
+use kymo_core::db::{
+    BenchmarkSeriesRow, EnvironmentPoint, RegressionRow, SummaryWindow, WindowPoint,
+};
 use kymo_core::results::quartiles;
 use kymo_core::series_summary::level_for;
 
@@ -47,77 +49,157 @@ pub async fn load_series_trend(
     window: Window,
     regressions: &[RegressionRow],
 ) -> AppResult<SeriesTrend> {
-    let own: Vec<&RegressionRow> = regressions
-        .iter()
-        .filter(|r| r.series_id == series.id)
-        .collect();
+    let trends = load_series_trends(state, repo_name, std::slice::from_ref(series), window);
+    let mut trends = trends.await?.into_iter();
+    let drawn = trends
+        .next()
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("no trend")))?;
+    Ok(drawn.into_trend(repo_name, series, regressions))
+}
+
+/// [`load_series_trend`] for several series of one benchmark over the same window: a window
+/// drawn point by point is read for all of them in one walk down the branch.
+pub async fn load_series_trends(
+    state: &AppState,
+    repo_name: &str,
+    series: &[BenchmarkSeriesRow],
+    window: Window,
+) -> AppResult<Vec<Drawn>> {
     let buckets = pixel_buckets(DEFAULT_WIDTH) as i64;
     // Only a window wide enough for summaries asks how much history it holds.
-    let summary = match level_for(window.last, buckets) {
-        Some(_) => {
-            (state.db)
-                .series_summary_window(series.id, window.last, window.until, buckets)
-                .await?
-        }
-        None => None,
-    };
-    let summarized = summary.is_some();
-    let (points, measured, environments, noise) = match summary {
-        Some(summary) => summarized_points(state, repo_name, series.id, summary).await?,
-        None => window_points(state, repo_name, series.id, window).await?,
-    };
-    Ok(SeriesTrend {
-        title: format!("{} · {}", series.metric, series.machine),
-        overlays: overlays(repo_name, &points, &own, &environments, noise),
-        points,
-        measured,
-        y_scale: YScale::Linear,
-        summarized,
-    })
+    if level_for(window.last, buckets).is_some() {
+        // The charts' reads at once: each waits on its own reader connection more than it works.
+        let each = series.iter().map(|one| async move {
+            let summary = (state.db)
+                .series_summary_window(one.id, window.last, window.until, buckets)
+                .await?;
+            match summary {
+                Some(summary) => summarized_points(state, repo_name, one.id, summary).await,
+                None => Ok(window_points(state, repo_name, &[one.id], window)
+                    .await?
+                    .remove(0)),
+            }
+        });
+        return futures_util::future::try_join_all(each).await;
+    }
+    let ids: Vec<i64> = series.iter().map(|s| s.id).collect();
+    window_points(state, repo_name, &ids, window).await
 }
 
 /// What a chart draws of a window: its points, the commits measured, the environments of
-/// their runs, and the noise the band shows (a fraction; `None`: from the points).
-type Drawn = (Vec<TrendPoint>, usize, Vec<EnvironmentPoint>, Option<f64>);
+/// their runs, the noise the band shows (a fraction; `None`: from the points), and whether
+/// the points come from summaries.
+pub struct Drawn {
+    points: Vec<TrendPoint>,
+    measured: usize,
+    environments: Vec<EnvironmentPoint>,
+    noise: Option<f64>,
+    summarized: bool,
+}
 
-/// The window point by point. Samples are read only when the chart draws each point with its
-/// spread: a thinned chart does not need them. One point more than the window is read, for
-/// the environment the first point's run changed from.
+impl Drawn {
+    /// The trend of `series` with its overlays from `regressions` (those of other series are
+    /// ignored).
+    pub fn into_trend(
+        self,
+        repo_name: &str,
+        series: &BenchmarkSeriesRow,
+        regressions: &[RegressionRow],
+    ) -> SeriesTrend {
+        let own: Vec<&RegressionRow> = regressions
+            .iter()
+            .filter(|r| r.series_id == series.id)
+            .collect();
+        SeriesTrend {
+            title: format!("{} · {}", series.metric, series.machine),
+            overlays: overlays(
+                repo_name,
+                &self.points,
+                &own,
+                &self.environments,
+                self.noise,
+            ),
+            points: self.points,
+            measured: self.measured,
+            y_scale: YScale::Linear,
+            summarized: self.summarized,
+        }
+    }
+}
+
+/// The windows of `series` point by point, read in one walk. Samples are read only when a
+/// chart draws each point with its spread: a thinned chart does not need them. One point
+/// more than the window is read, for the environment the first point's run changed from.
 async fn window_points(
     state: &AppState,
     repo_name: &str,
-    series_id: i64,
+    series: &[i64],
     window: Window,
-) -> AppResult<Drawn> {
-    let read = |with_samples| {
-        (state.db).series_window(series_id, window.last + 1, window.until, with_samples)
-    };
+) -> AppResult<Vec<Drawn>> {
     let whole_window = drawn_whole(window.last as usize, DEFAULT_WIDTH);
-    let mut rows = read(whole_window).await?;
-    let shown = rows.len().min(window.last as usize);
-    let with_spread = drawn_whole(shown, DEFAULT_WIDTH);
-    if with_spread && !whole_window {
-        // Fewer points than the window could hold: few enough to draw with their spread.
-        rows = read(true).await?;
+    let (limit, until) = (window.last + 1, window.until);
+    let mut windows = (state.db)
+        .series_windows(series, limit, until, whole_window)
+        .await?;
+    let mut drawn = Vec::with_capacity(series.len());
+    for (id, rows) in series.iter().zip(windows.iter_mut()) {
+        let shown = rows.len().min(window.last as usize);
+        let with_spread = drawn_whole(shown, DEFAULT_WIDTH);
+        if with_spread && !whole_window {
+            // Fewer points than the window could hold: few enough to draw with their spread.
+            *rows = state.db.series_window(*id, limit, until, true).await?;
+        }
+        drawn.push(window_drawn(
+            repo_name,
+            std::mem::take(rows),
+            window,
+            with_spread,
+        ));
     }
-    let environments = rows.iter().map(|r| r.environment.clone()).collect();
+    Ok(drawn)
+}
+
+/// A window's points as drawn, each with its spread when `with_spread`.
+fn window_drawn(
+    repo_name: &str,
+    rows: Vec<WindowPoint>,
+    window: Window,
+    with_spread: bool,
+) -> Drawn {
+    let shown = rows.len().min(window.last as usize);
     let before_window = rows.len() - shown;
-    let points: Vec<TrendPoint> = (rows.into_iter().skip(before_window))
-        .map(|r| {
-            let p = r.point;
-            let middle_half = with_spread.then(|| quartiles(&p.samples)).flatten();
-            TrendPoint {
-                position: p.position as usize,
-                value: p.value,
-                low: middle_half.map(|(q1, _)| q1),
-                high: middle_half.map(|(_, q3)| q3),
-                href: commit_href(repo_name, &p.sha),
-                sha: p.sha,
-                committed_at: Some(p.committed_at),
-            }
-        })
-        .collect();
-    Ok((points, shown, environments, None))
+    let mut environments = Vec::with_capacity(rows.len());
+    let mut points = Vec::with_capacity(shown);
+    for (
+        i,
+        WindowPoint {
+            point: p,
+            environment,
+        },
+    ) in rows.into_iter().enumerate()
+    {
+        environments.push(environment);
+        if i < before_window {
+            continue;
+        }
+        let middle_half = with_spread.then(|| quartiles(&p.samples)).flatten();
+        points.push(TrendPoint {
+            position: p.position as usize,
+            value: p.value,
+            low: middle_half.map(|(q1, _)| q1),
+            high: middle_half.map(|(_, q3)| q3),
+            href: commit_href(repo_name, &p.sha),
+            sha: p.sha,
+            committed_at: Some(p.committed_at),
+        });
+    }
+    Drawn {
+        points,
+        measured: shown,
+        environments,
+        noise: None,
+        summarized: false,
+    }
 }
 
 /// The window from the series' summaries: each bucket drawn through its lowest and highest
@@ -165,7 +247,13 @@ async fn summarized_points(
         .into_iter()
         .find(|(_, w)| w.before_position.is_none())
         .map_or(0.0, |(_, w)| w.model.between_commit_pct / 100.0);
-    Ok((points, measured, environments, Some(noise)))
+    Ok(Drawn {
+        points,
+        measured,
+        environments,
+        noise: Some(noise),
+        summarized: true,
+    })
 }
 
 fn commit_href(repo_name: &str, sha: &str) -> String {

@@ -454,3 +454,61 @@ async fn every_window_over_commits_measured_many_times_shows_each_commits_latest
         }
     }
 }
+
+/// A benchmark page reads its series in one walk (`Db::series_windows`): each window is what
+/// the series' own walk reads, for every limit and end, over commits measured 1–5 times,
+/// staged and merged, the oldest measured again and staged, and a series measured at only some
+/// commits (its window reaches further back than the walk, and is read again alone).
+#[tokio::test]
+async fn windows_read_together_equal_each_series_read_alone() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = app.tracked_repository(8).await;
+    let runs = [1, 4, 1, 3, 5, 2, 1, 2];
+    for (position, (sha, count)) in shas.iter().zip(runs).enumerate() {
+        for run in 1..=count {
+            let level = (10 * position + run) as f64;
+            let mut upload = upload(sha, level);
+            if position % 3 != 0 {
+                // `render` measured at positions 0, 3 and 6 only.
+                let benchmarks = &mut upload["suites"][0]["results"]["benchmarks"];
+                benchmarks.as_array_mut().unwrap().pop();
+            }
+            let (status, answer) = app.post("/api/v1/repos/r/results", &upload).await;
+            assert_eq!(status, StatusCode::CREATED, "{answer}");
+        }
+        if position % 2 == 0 {
+            app.state.db.merge_staged().await.unwrap();
+        }
+    }
+    // The oldest commit measured again, staged: older than merged points the walk may not read.
+    store(&app, &shas[0], 1.5).await;
+    let db = &app.state.db;
+    let repository = db.repository("r").await.unwrap().id;
+    let series: Vec<i64> = (db.series(repository, None, None, None).await.unwrap())
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(series.len(), 3);
+    for until in [None, Some(0), Some(2), Some(4), Some(5), Some(7)] {
+        for limit in 0..=9_i64 {
+            for with_samples in [false, true] {
+                let together = db.series_windows(&series, limit, until, with_samples).await;
+                let together = together.unwrap();
+                for (id, window) in series.iter().zip(&together) {
+                    let alone = db.series_window(*id, limit, until, with_samples).await;
+                    assert_eq!(
+                        window,
+                        &alone.unwrap(),
+                        "series {id}, the newest {limit} up to {until:?}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        db.series_windows(&[], 5, None, false)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
