@@ -12,8 +12,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use super::pages::{EnvironmentPoint, SeriesPoint};
-use super::windows::WindowPoint;
+use super::pages::SeriesPoint;
+use super::windows::{WindowPoint, WindowRun};
 use super::{Db, DbError, decimal_f64, decode_error, unhex};
 use crate::samples::Samples;
 
@@ -31,20 +31,6 @@ struct RunRow<'a>(
     #[serde(borrow)] Cow<'a, str>,
     i64,
 );
-
-/// A run's point of one series, before its environment is known.
-struct Candidate {
-    staged: bool,
-    run_id: i64,
-    point: SeriesPoint,
-}
-
-impl Candidate {
-    /// Which of two runs of one commit wins: a staged one, then the newer (as in `windows.rs`).
-    fn rank(&self) -> (bool, i64) {
-        (self.staged, self.run_id)
-    }
-}
 
 impl Db {
     /// The windows of `series` (ids of one repository) over the same walk: for each, in the
@@ -121,7 +107,7 @@ impl Db {
         let index: HashMap<i64, usize> = (series.iter().enumerate())
             .map(|(i, id)| (*id, i))
             .collect();
-        let mut best: Vec<BTreeMap<i64, Candidate>> =
+        let mut best: Vec<BTreeMap<i64, WindowRun>> =
             series.iter().map(|_| BTreeMap::new()).collect();
         for CommitRow(staged, position, sha, committed_at, runs) in commits {
             for RunRow(series_id, value, hex, run_id) in runs {
@@ -129,7 +115,7 @@ impl Db {
                     continue;
                 };
                 let bytes = unhex(&hex)?;
-                let candidate = Candidate {
+                let candidate = WindowRun {
                     staged: staged != 0,
                     run_id,
                     point: SeriesPoint {
@@ -139,6 +125,7 @@ impl Db {
                         value,
                         samples: Samples(crate::samples::decode(&bytes).map_err(decode_error)?),
                     },
+                    environment: None,
                 };
                 match best[i].get(&position) {
                     Some(held) if held.rank() >= candidate.rank() => {}
@@ -159,18 +146,9 @@ impl Db {
             }
             let keep = points.len().saturating_sub(limit as usize);
             let window = (points.into_values().skip(keep))
-                .map(|c| {
-                    let (kernel, toolchain) = (environments.get(&c.run_id)).ok_or_else(|| {
-                        decode_error(std::io::Error::other("a run without its environment"))
-                    })?;
-                    Ok(WindowPoint {
-                        environment: EnvironmentPoint {
-                            position: c.point.position,
-                            kernel: kernel.clone(),
-                            toolchain: toolchain.clone(),
-                        },
-                        point: c.point,
-                    })
+                .map(|mut run| {
+                    run.environment = environments.get(&run.run_id).cloned();
+                    run.with_environment()
                 })
                 .collect::<Result<_, DbError>>()?;
             windows.push(window);
@@ -181,7 +159,7 @@ impl Db {
     /// The kernel and toolchain of every run that won a point of `best`, read once a run.
     async fn run_environments(
         &self,
-        best: &[BTreeMap<i64, Candidate>],
+        best: &[BTreeMap<i64, WindowRun>],
     ) -> Result<HashMap<i64, (String, String)>, DbError> {
         let mut runs: Vec<i64> = (best.iter().flat_map(|b| b.values()))
             .map(|c| c.run_id)

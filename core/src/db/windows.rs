@@ -54,12 +54,12 @@ struct WindowRow<'a>(
 );
 
 /// A run of a window, decoded.
-struct WindowRun {
-    staged: bool,
-    run_id: i64,
-    point: SeriesPoint,
+pub(super) struct WindowRun {
+    pub(super) staged: bool,
+    pub(super) run_id: i64,
+    pub(super) point: SeriesPoint,
     /// Kernel and toolchain, when read.
-    environment: Option<(String, String)>,
+    pub(super) environment: Option<(String, String)>,
 }
 
 impl WindowRun {
@@ -83,7 +83,7 @@ impl WindowRun {
     }
 
     /// The point with its run's kernel and toolchain, which the read must have asked for.
-    fn with_environment(self) -> Result<WindowPoint, DbError> {
+    pub(super) fn with_environment(self) -> Result<WindowPoint, DbError> {
         let (kernel, toolchain) = self.environment.ok_or_else(|| {
             decode_error(std::io::Error::other("a run read without its environment"))
         })?;
@@ -98,7 +98,7 @@ impl WindowRun {
     }
 
     /// Which of two runs of one commit wins: a staged one, then the newer.
-    fn rank(&self) -> (bool, i64) {
+    pub(super) fn rank(&self) -> (bool, i64) {
         (self.staged, self.run_id)
     }
 }
