@@ -9,28 +9,94 @@
 //! any of the series measured, each whole; a series measured at fewer of them than `limit`
 //! (when the walk did not reach the root) is read again alone.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use super::pages::SeriesPoint;
 use super::windows::{WindowPoint, WindowRun};
-use super::{Db, DbError, decimal_f64, decode_error, unhex};
+use super::{Db, DbError, decode_error, unhex};
 use crate::samples::Samples;
 
-/// A commit of the walk as the query spells it: whether its runs are staged, position, sha,
-/// commit time, and its runs of the series.
-#[derive(serde::Deserialize)]
-struct CommitRow<'a>(u8, i64, String, i64, #[serde(borrow)] Vec<RunRow<'a>>);
+/// A commit of the walk as the query spells it, one line of text:
+/// `staged position committed_at sha`, then `;series value run samples` for each of its runs
+/// of the series (the value in decimal as `printf('%!.20e')` spells it, the samples' stored
+/// bytes in hex, empty unless asked for). Text, not JSON: SQLite built and re-read the nested
+/// arrays of JSON for longer than it took to find the runs (RELIABILITY.md).
+struct CommitLine<'a> {
+    staged: bool,
+    position: i64,
+    committed_at: i64,
+    sha: &'a str,
+    runs: &'a str,
+}
 
-/// A run of one series at a commit: the series, the value in decimal, the samples' stored
-/// bytes in hex (empty unless asked for), the run.
-#[derive(serde::Deserialize)]
-struct RunRow<'a>(
-    i64,
-    #[serde(deserialize_with = "decimal_f64")] f64,
-    #[serde(borrow)] Cow<'a, str>,
-    i64,
-);
+/// A run of a [`CommitLine`].
+struct RunField<'a> {
+    series_id: i64,
+    value: f64,
+    hex: &'a str,
+    run_id: i64,
+}
+
+/// A run of one of the series at a commit of the walk, still as text but for its rank
+/// (`WindowRun::rank`: staged, then the newer run).
+struct Candidate<'a> {
+    position: i64,
+    rank: (bool, i64),
+    commit: &'a CommitLine<'a>,
+    run: RunField<'a>,
+}
+
+fn malformed(what: &str, text: &str) -> DbError {
+    let shown: String = text.chars().take(60).collect();
+    decode_error(std::io::Error::other(format!(
+        "a window's {what}: {shown:?}"
+    )))
+}
+
+fn number<T: std::str::FromStr>(field: Option<&str>, what: &str, text: &str) -> Result<T, DbError> {
+    field
+        .and_then(|f| f.parse().ok())
+        .ok_or_else(|| malformed(what, text))
+}
+
+impl<'a> CommitLine<'a> {
+    fn parse(line: &'a str) -> Result<Self, DbError> {
+        let (head, runs) = line.split_once(';').unwrap_or((line, ""));
+        let mut fields = head.split(' ');
+        let staged: u8 = number(fields.next(), "commit", line)?;
+        let position = number(fields.next(), "commit", line)?;
+        let committed_at = number(fields.next(), "commit", line)?;
+        let sha = fields.next().filter(|s| !s.is_empty());
+        let (Some(sha), None, 0 | 1) = (sha, fields.next(), staged) else {
+            return Err(malformed("commit", line));
+        };
+        Ok(CommitLine {
+            staged: staged == 1,
+            position,
+            committed_at,
+            sha,
+            runs,
+        })
+    }
+
+    fn runs(&self) -> impl Iterator<Item = Result<RunField<'a>, DbError>> {
+        (self.runs.split(';').filter(|run| !run.is_empty())).map(|run| {
+            let mut fields = run.split(' ');
+            let series_id = number(fields.next(), "run", run)?;
+            let value = number(fields.next(), "run", run)?;
+            let run_id = number(fields.next(), "run", run)?;
+            let (Some(hex), None) = (fields.next(), fields.next()) else {
+                return Err(malformed("run", run));
+            };
+            Ok(RunField {
+                series_id,
+                value,
+                hex,
+                run_id,
+            })
+        })
+    }
+}
 
 impl Db {
     /// The windows of `series` (ids of one repository) over the same walk: for each, in the
@@ -58,13 +124,14 @@ impl Db {
         // Staged runs shadow merged ones, so every staged commit up to `until` comes whole
         // (the staged table holds what arrived since the last merge); then the newest
         // `limit` merged commits that any of the series measured, each with all its runs.
-        let json = sqlx::query_scalar!(
-            r#"SELECT json_group_array(json_array(staged, position, sha, committed_at, json(runs)))
-                        AS "rows!: String"
+        let text = sqlx::query_scalar!(
+            r#"SELECT coalesce(group_concat(printf('%d %d %d %s', staged, position, committed_at,
+                                                   sha) || coalesce(runs, ''), char(10)), '')
+                        AS "lines!: String"
                FROM (SELECT 1 AS staged, c.position, c.sha, c.committed_at,
-                            (SELECT json_group_array(json_array(x.series_id,
-                                        printf('%!.20e', x.value),
-                                        CASE WHEN ?4 THEN hex(x.samples) ELSE '' END, x.run_id))
+                            (SELECT group_concat(printf(';%d %!.20e %d %s', x.series_id, x.value,
+                                        x.run_id, CASE WHEN ?4 THEN hex(x.samples) ELSE '' END),
+                                    '')
                              FROM measurements_staged x
                              WHERE x.commit_id = k.commit_id
                                AND x.series_id IN (SELECT value FROM json_each(?1))) AS runs
@@ -74,10 +141,9 @@ impl Db {
                      UNION ALL
                      SELECT * FROM (
                         SELECT 0, c.position, c.sha, c.committed_at,
-                               (SELECT json_group_array(json_array(x.series_id,
-                                           printf('%!.20e', x.value),
-                                           CASE WHEN ?4 THEN hex(x.samples) ELSE '' END,
-                                           x.run_id))
+                               (SELECT group_concat(printf(';%d %!.20e %d %s', x.series_id,
+                                           x.value, x.run_id,
+                                           CASE WHEN ?4 THEN hex(x.samples) ELSE '' END), '')
                                 FROM measurements x
                                 WHERE x.series_id IN (SELECT value FROM json_each(?1))
                                   AND x.commit_id = c.id)
@@ -98,72 +164,93 @@ impl Db {
         )
         .fetch_one(&self.reader)
         .await?;
-        let commits: Vec<CommitRow<'_>> = serde_json::from_str(&json).map_err(decode_error)?;
+        let commits = (text.split('\n').filter(|line| !line.is_empty()))
+            .map(CommitLine::parse)
+            .collect::<Result<Vec<_>, _>>()?;
         // Where the walk stopped, when it stopped before the root: a series' points older
         // than that may be missing (a staged point there is older than merged ones unread).
-        let merged: Vec<i64> = (commits.iter()).filter(|c| c.0 == 0).map(|c| c.1).collect();
+        let merged: Vec<i64> = (commits.iter())
+            .filter(|c| !c.staged)
+            .map(|c| c.position)
+            .collect();
         let stopped = (merged.len() as i64 == limit).then(|| merged.iter().min().copied());
         let stopped = stopped.flatten();
         let index: HashMap<i64, usize> = (series.iter().enumerate())
             .map(|(i, id)| (*id, i))
             .collect();
-        let mut best: Vec<BTreeMap<i64, WindowRun>> =
-            series.iter().map(|_| BTreeMap::new()).collect();
-        for CommitRow(staged, position, sha, committed_at, runs) in commits {
-            for RunRow(series_id, value, hex, run_id) in runs {
-                let Some(&i) = index.get(&series_id) else {
-                    continue;
-                };
-                let bytes = unhex(&hex)?;
-                let candidate = WindowRun {
-                    staged: staged != 0,
-                    run_id,
-                    point: SeriesPoint {
-                        position,
-                        sha: sha.clone(),
-                        committed_at,
-                        value,
-                        samples: Samples(crate::samples::decode(&bytes).map_err(decode_error)?),
-                    },
-                    environment: None,
-                };
-                match best[i].get(&position) {
-                    Some(held) if held.rank() >= candidate.rank() => {}
-                    _ => {
-                        best[i].insert(position, candidate);
-                    }
+        // Each series' runs, then the winner of each commit (`WindowRun::rank`: staged, then
+        // the newer run), still unparsed: only the winners in a window become points.
+        let mut found: Vec<Vec<Candidate<'_>>> = series.iter().map(|_| Vec::new()).collect();
+        for commit in &commits {
+            for run in commit.runs() {
+                let run = run?;
+                if let Some(&i) = index.get(&run.series_id) {
+                    found[i].push(Candidate {
+                        position: commit.position,
+                        rank: (commit.staged, run.run_id),
+                        commit,
+                        run,
+                    });
                 }
             }
         }
-        let environments = self.run_environments(&best).await?;
-        let mut windows = Vec::with_capacity(series.len());
-        for (id, points) in series.iter().zip(best) {
+        let mut windows: Vec<Option<Vec<_>>> = Vec::with_capacity(series.len());
+        for mut runs in found {
+            runs.sort_unstable_by_key(|c| (c.position, c.rank));
+            // The last run of each position is its winner.
+            runs.dedup_by(|later, earlier| {
+                let same = later.position == earlier.position;
+                if same {
+                    std::mem::swap(later, earlier);
+                }
+                same
+            });
             // The walk stopped before the root and this series was not measured at enough of
             // its commits: older commits may hold the rest of its window.
-            if stopped.is_some_and(|s| (points.range(s..).count() as i64) < limit) {
-                windows.push(self.series_window(*id, limit, until, with_samples).await?);
+            let short = stopped
+                .is_some_and(|s| (runs.iter().filter(|c| c.position >= s).count() as i64) < limit);
+            let keep = runs.len().saturating_sub(limit as usize);
+            windows.push((!short).then(|| runs.split_off(keep)));
+        }
+        let run_ids = (windows.iter().flatten().flatten()).map(|c| c.run.run_id);
+        let environments = self.run_environments(run_ids).await?;
+        let mut read = Vec::with_capacity(series.len());
+        for (id, window) in series.iter().zip(windows) {
+            let Some(window) = window else {
+                read.push(self.series_window(*id, limit, until, with_samples).await?);
                 continue;
-            }
-            let keep = points.len().saturating_sub(limit as usize);
-            let window = (points.into_values().skip(keep))
-                .map(|mut run| {
-                    run.environment = environments.get(&run.run_id).cloned();
-                    run.with_environment()
+            };
+            let points = (window.into_iter())
+                .map(|Candidate { commit, run, .. }| {
+                    let bytes = unhex(run.hex)?;
+                    let samples = crate::samples::decode(&bytes).map_err(decode_error)?;
+                    let point = SeriesPoint {
+                        position: commit.position,
+                        sha: commit.sha.to_owned(),
+                        committed_at: commit.committed_at,
+                        value: run.value,
+                        samples: Samples(samples),
+                    };
+                    WindowRun {
+                        staged: commit.staged,
+                        run_id: run.run_id,
+                        point,
+                        environment: environments.get(&run.run_id).cloned(),
+                    }
+                    .with_environment()
                 })
                 .collect::<Result<_, DbError>>()?;
-            windows.push(window);
+            read.push(points);
         }
-        Ok(windows)
+        Ok(read)
     }
 
-    /// The kernel and toolchain of every run that won a point of `best`, read once a run.
+    /// The kernel and toolchain of each of `runs`, read once a run.
     async fn run_environments(
         &self,
-        best: &[BTreeMap<i64, WindowRun>],
+        runs: impl Iterator<Item = i64>,
     ) -> Result<HashMap<i64, (String, String)>, DbError> {
-        let mut runs: Vec<i64> = (best.iter().flat_map(|b| b.values()))
-            .map(|c| c.run_id)
-            .collect();
+        let mut runs: Vec<i64> = runs.collect();
         runs.sort_unstable();
         runs.dedup();
         let ids = serde_json::to_string(&runs).map_err(decode_error)?;
@@ -179,5 +266,60 @@ impl Db {
             .into_iter()
             .map(|(id, kernel, toolchain)| (id, (kernel, toolchain)))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(line: &str) -> Result<Vec<(i64, f64, String, i64)>, DbError> {
+        let commit = CommitLine::parse(line)?;
+        commit
+            .runs()
+            .map(|run| run.map(|r| (r.series_id, r.value, r.hex.to_owned(), r.run_id)))
+            .collect()
+    }
+
+    #[test]
+    fn a_commit_line_reads_its_runs() {
+        let line = "1 42 1700000000 abc0;7 1.50000000000000000000e+00 9 0A0B;8 -2e-300 10 ";
+        let commit = CommitLine::parse(line).unwrap();
+        assert!(commit.staged);
+        assert_eq!((commit.position, commit.committed_at), (42, 1_700_000_000));
+        assert_eq!(commit.sha, "abc0");
+        assert_eq!(
+            runs(line).unwrap(),
+            vec![
+                (7, 1.5, "0A0B".to_owned(), 9),
+                (8, -2e-300, String::new(), 10)
+            ]
+        );
+        // A commit without runs of the series (a staged commit of other series).
+        assert!(runs("0 3 5 ff").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_malformed_line_is_an_error() {
+        for line in [
+            "",
+            "0 1 2",
+            "0 1 2 ",
+            "0 1 2 sha extra",
+            "2 1 2 sha",
+            "x 1 2 sha",
+            "0 1.5 2 sha",
+            "0 99999999999999999999 2 sha",
+            "0 1 2 sha;7 1.5 9",
+            "0 1 2 sha;7 1.5 9 0A extra",
+            "0 1 2 sha;7 nothing 9 0A",
+            "0 1 2 sha;x 1.5 9 0A",
+            "0 1 2 sha;7 1.5 -",
+        ] {
+            assert!(
+                CommitLine::parse(line).is_err() || runs(line).is_err(),
+                "{line:?} was read"
+            );
+        }
     }
 }
