@@ -31,6 +31,7 @@ mod summaries;
 mod summary_reads;
 mod version;
 mod webhooks;
+mod window_lines;
 mod windows;
 
 use std::path::Path;

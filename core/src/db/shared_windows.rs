@@ -12,30 +12,10 @@
 use std::collections::HashMap;
 
 use super::pages::SeriesPoint;
+use super::window_lines::{CommitLine, RunField};
 use super::windows::{WindowPoint, WindowRun};
 use super::{Db, DbError, decode_error, unhex};
 use crate::samples::Samples;
-
-/// A commit of the walk as the query spells it, one line of text:
-/// `staged position committed_at sha`, then `;series value run samples` for each of its runs
-/// of the series (the value in decimal as `printf('%!.20e')` spells it, the samples' stored
-/// bytes in hex, empty unless asked for). Text, not JSON: SQLite built and re-read the nested
-/// arrays of JSON for longer than it took to find the runs (RELIABILITY.md).
-struct CommitLine<'a> {
-    staged: bool,
-    position: i64,
-    committed_at: i64,
-    sha: &'a str,
-    runs: &'a str,
-}
-
-/// A run of a [`CommitLine`].
-struct RunField<'a> {
-    series_id: i64,
-    value: f64,
-    hex: &'a str,
-    run_id: i64,
-}
 
 /// A run of one of the series at a commit of the walk, still as text but for its rank
 /// (`WindowRun::rank`: staged, then the newer run).
@@ -44,58 +24,6 @@ struct Candidate<'a> {
     rank: (bool, i64),
     commit: &'a CommitLine<'a>,
     run: RunField<'a>,
-}
-
-fn malformed(what: &str, text: &str) -> DbError {
-    let shown: String = text.chars().take(60).collect();
-    decode_error(std::io::Error::other(format!(
-        "a window's {what}: {shown:?}"
-    )))
-}
-
-fn number<T: std::str::FromStr>(field: Option<&str>, what: &str, text: &str) -> Result<T, DbError> {
-    field
-        .and_then(|f| f.parse().ok())
-        .ok_or_else(|| malformed(what, text))
-}
-
-impl<'a> CommitLine<'a> {
-    fn parse(line: &'a str) -> Result<Self, DbError> {
-        let (head, runs) = line.split_once(';').unwrap_or((line, ""));
-        let mut fields = head.split(' ');
-        let staged: u8 = number(fields.next(), "commit", line)?;
-        let position = number(fields.next(), "commit", line)?;
-        let committed_at = number(fields.next(), "commit", line)?;
-        let sha = fields.next().filter(|s| !s.is_empty());
-        let (Some(sha), None, 0 | 1) = (sha, fields.next(), staged) else {
-            return Err(malformed("commit", line));
-        };
-        Ok(CommitLine {
-            staged: staged == 1,
-            position,
-            committed_at,
-            sha,
-            runs,
-        })
-    }
-
-    fn runs(&self) -> impl Iterator<Item = Result<RunField<'a>, DbError>> {
-        (self.runs.split(';').filter(|run| !run.is_empty())).map(|run| {
-            let mut fields = run.split(' ');
-            let series_id = number(fields.next(), "run", run)?;
-            let value = number(fields.next(), "run", run)?;
-            let run_id = number(fields.next(), "run", run)?;
-            let (Some(hex), None) = (fields.next(), fields.next()) else {
-                return Err(malformed("run", run));
-            };
-            Ok(RunField {
-                series_id,
-                value,
-                hex,
-                run_id,
-            })
-        })
-    }
 }
 
 impl Db {
@@ -246,7 +174,7 @@ impl Db {
     }
 
     /// The kernel and toolchain of each of `runs`, read once a run.
-    async fn run_environments(
+    pub(super) async fn run_environments(
         &self,
         runs: impl Iterator<Item = i64>,
     ) -> Result<HashMap<i64, (String, String)>, DbError> {
@@ -266,60 +194,5 @@ impl Db {
             .into_iter()
             .map(|(id, kernel, toolchain)| (id, (kernel, toolchain)))
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn runs(line: &str) -> Result<Vec<(i64, f64, String, i64)>, DbError> {
-        let commit = CommitLine::parse(line)?;
-        commit
-            .runs()
-            .map(|run| run.map(|r| (r.series_id, r.value, r.hex.to_owned(), r.run_id)))
-            .collect()
-    }
-
-    #[test]
-    fn a_commit_line_reads_its_runs() {
-        let line = "1 42 1700000000 abc0;7 1.50000000000000000000e+00 9 0A0B;8 -2e-300 10 ";
-        let commit = CommitLine::parse(line).unwrap();
-        assert!(commit.staged);
-        assert_eq!((commit.position, commit.committed_at), (42, 1_700_000_000));
-        assert_eq!(commit.sha, "abc0");
-        assert_eq!(
-            runs(line).unwrap(),
-            vec![
-                (7, 1.5, "0A0B".to_owned(), 9),
-                (8, -2e-300, String::new(), 10)
-            ]
-        );
-        // A commit without runs of the series (a staged commit of other series).
-        assert!(runs("0 3 5 ff").unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_malformed_line_is_an_error() {
-        for line in [
-            "",
-            "0 1 2",
-            "0 1 2 ",
-            "0 1 2 sha extra",
-            "2 1 2 sha",
-            "x 1 2 sha",
-            "0 1.5 2 sha",
-            "0 99999999999999999999 2 sha",
-            "0 1 2 sha;7 1.5 9",
-            "0 1 2 sha;7 1.5 9 0A extra",
-            "0 1 2 sha;7 nothing 9 0A",
-            "0 1 2 sha;x 1.5 9 0A",
-            "0 1 2 sha;7 1.5 -",
-        ] {
-            assert!(
-                CommitLine::parse(line).is_err() || runs(line).is_err(),
-                "{line:?} was read"
-            );
-        }
     }
 }

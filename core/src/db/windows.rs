@@ -11,11 +11,11 @@
 //! commits it walks and the newest is chosen here: a correlated `max(run_id)` per commit cost
 //! SQLite more than the rest of the walk.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::pages::{EnvironmentPoint, SeriesPoint};
-use super::{Db, DbError, decimal_f64, decode_error, unhex};
+use super::window_lines::CommitLine;
+use super::{Db, DbError, decode_error, unhex};
 use crate::model::Direction;
 use crate::samples::Samples;
 use crate::stats::run_value;
@@ -37,22 +37,6 @@ struct Reading {
     environment: bool,
 }
 
-/// A run of a window as its query spells it: whether it is staged, position, sha, commit
-/// time, the value in decimal, the samples' stored bytes in hex, the run, and its kernel and
-/// toolchain (null unless asked for).
-#[derive(serde::Deserialize)]
-struct WindowRow<'a>(
-    u8,
-    i64,
-    String,
-    i64,
-    #[serde(deserialize_with = "decimal_f64")] f64,
-    #[serde(borrow)] Cow<'a, str>,
-    i64,
-    Option<String>,
-    Option<String>,
-);
-
 /// A run of a window, decoded.
 pub(super) struct WindowRun {
     pub(super) staged: bool,
@@ -63,22 +47,30 @@ pub(super) struct WindowRun {
 }
 
 impl WindowRun {
-    fn decode(row: WindowRow<'_>) -> Result<WindowRun, DbError> {
-        let WindowRow(staged, position, sha, committed_at, value, hex, run_id, kernel, toolchain) =
-            row;
-        let bytes = unhex(&hex)?;
+    /// The run of a line of a window's text, which names one commit and one run.
+    fn read(line: &str) -> Result<WindowRun, DbError> {
+        let commit = CommitLine::parse(line)?;
+        let mut runs = commit.runs();
+        let (Some(run), None) = (runs.next(), runs.next()) else {
+            return Err(decode_error(std::io::Error::other(format!(
+                "a window's line of other than one run: {:?}",
+                line.chars().take(60).collect::<String>()
+            ))));
+        };
+        let run = run?;
+        let bytes = unhex(run.hex)?;
         let samples = Samples(crate::samples::decode(&bytes).map_err(decode_error)?);
         Ok(WindowRun {
-            staged: staged != 0,
-            run_id,
+            staged: commit.staged,
+            run_id: run.run_id,
             point: SeriesPoint {
-                position,
-                sha,
-                committed_at,
-                value,
+                position: commit.position,
+                sha: commit.sha.to_owned(),
+                committed_at: commit.committed_at,
+                value: run.value,
                 samples,
             },
-            environment: kernel.zip(toolchain),
+            environment: None,
         })
     }
 
@@ -187,7 +179,14 @@ impl Db {
             wanted *= 2;
         }
         let keep = best.len().saturating_sub(limit as usize);
-        Ok(best.into_values().skip(keep).collect())
+        let mut window: Vec<WindowRun> = best.into_values().skip(keep).collect();
+        if reading.environment {
+            let environments = (self.run_environments(window.iter().map(|r| r.run_id))).await?;
+            for run in &mut window {
+                run.environment = environments.get(&run.run_id).cloned();
+            }
+        }
+        Ok(window)
     }
 
     /// One walk down the branch from `until`: every staged run of the series' staged commits,
@@ -199,29 +198,27 @@ impl Db {
         until: i64,
         reading: Reading,
     ) -> Result<Vec<WindowRun>, DbError> {
-        // One row of JSON rather than a row a point: handing each of a window's 1,000 rows from
-        // SQLite's thread to this task cost more than finding it. Samples travel as their stored
-        // bytes in hex, values in decimal (see `decimal_f64`).
-        let json = sqlx::query_scalar!(
-            r#"SELECT json_group_array(json_array(staged, position, sha, committed_at,
-                          printf('%!.20e', value),
-                          CASE WHEN ?4 THEN hex(samples) ELSE '' END, run_id, kernel, toolchain))
-                        AS "rows!: String"
+        // One row of text, a line a run (`window_lines.rs`), rather than a row a run: handing
+        // each of a window's 1,000 rows from SQLite's thread to this task cost more than
+        // finding it. The environments are read apart, once a run of the window.
+        let text = sqlx::query_scalar!(
+            r#"SELECT coalesce(group_concat(printf('%d %d %d %s;%d %!.20e %d %s', staged,
+                          position, committed_at, sha, ?1, value, run_id,
+                          CASE WHEN ?4 THEN hex(samples) ELSE '' END), char(10)), '')
+                        AS "lines!: String"
                FROM (SELECT 1 AS staged, c.position, c.sha, c.committed_at, x.value,
-                            x.samples, x.run_id, u.kernel, u.toolchain
+                            x.samples, x.run_id
                      FROM staged_commits k
                      CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id
                           AND x.series_id = ?1
                      JOIN commits c ON c.id = x.commit_id
-                     LEFT JOIN runs u ON ?5 AND u.id = x.run_id
                      WHERE c.position IS NOT NULL AND c.position <= ?2
                      UNION ALL
                      SELECT * FROM (
                         SELECT 0, c.position, c.sha, c.committed_at, x.value, x.samples,
-                               x.run_id, u.kernel, u.toolchain
+                               x.run_id
                         FROM commits c
                         JOIN measurements x ON x.series_id = ?1 AND x.commit_id = c.id
-                        LEFT JOIN runs u ON ?5 AND u.id = x.run_id
                         WHERE c.repository_id = (SELECT b.repository_id FROM series s
                                                  JOIN benchmarks b ON b.id = s.benchmark_id
                                                  WHERE s.id = ?1)
@@ -230,13 +227,13 @@ impl Db {
             series_id,
             until,
             rows,
-            reading.samples,
-            reading.environment
+            reading.samples
         )
         .fetch_one(&self.reader)
         .await?;
-        let rows: Vec<WindowRow<'_>> = serde_json::from_str(&json).map_err(decode_error)?;
-        rows.into_iter().map(WindowRun::decode).collect()
+        (text.split('\n').filter(|line| !line.is_empty()))
+            .map(WindowRun::read)
+            .collect()
     }
 
     /// The values (with their history positions) of the last `limit` points of a series before
