@@ -11,11 +11,9 @@
 
 use std::collections::HashMap;
 
-use super::pages::SeriesPoint;
 use super::window_lines::{CommitLine, RunField};
 use super::windows::{WindowPoint, WindowRun};
-use super::{Db, DbError, decode_error, unhex};
-use crate::samples::Samples;
+use super::{Db, DbError, decode_error};
 
 /// A run of one of the series at a commit of the walk, still as text but for its rank
 /// (`WindowRun::rank`: staged, then the newer run).
@@ -150,49 +148,13 @@ impl Db {
             };
             let points = (window.into_iter())
                 .map(|Candidate { commit, run, .. }| {
-                    let bytes = unhex(run.hex)?;
-                    let samples = crate::samples::decode(&bytes).map_err(decode_error)?;
-                    let point = SeriesPoint {
-                        position: commit.position,
-                        sha: commit.sha.to_owned(),
-                        committed_at: commit.committed_at,
-                        value: run.value,
-                        samples: Samples(samples),
-                    };
-                    WindowRun {
-                        staged: commit.staged,
-                        run_id: run.run_id,
-                        point,
-                        environment: environments.get(&run.run_id).cloned(),
-                    }
-                    .with_environment()
+                    let mut point = WindowRun::of(commit, &run)?;
+                    point.environment = environments.get(&run.run_id).cloned();
+                    point.with_environment()
                 })
                 .collect::<Result<_, DbError>>()?;
             read.push(points);
         }
         Ok(read)
-    }
-
-    /// The kernel and toolchain of each of `runs`, read once a run.
-    pub(super) async fn run_environments(
-        &self,
-        runs: impl Iterator<Item = i64>,
-    ) -> Result<HashMap<i64, (String, String)>, DbError> {
-        let mut runs: Vec<i64> = runs.collect();
-        runs.sort_unstable();
-        runs.dedup();
-        let ids = serde_json::to_string(&runs).map_err(decode_error)?;
-        let json = sqlx::query_scalar!(
-            r#"SELECT json_group_array(json_array(id, kernel, toolchain)) AS "rows!: String"
-               FROM runs WHERE id IN (SELECT value FROM json_each(?1))"#,
-            ids
-        )
-        .fetch_one(&self.reader)
-        .await?;
-        let rows: Vec<(i64, String, String)> = serde_json::from_str(&json).map_err(decode_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, kernel, toolchain)| (id, (kernel, toolchain)))
-            .collect())
     }
 }

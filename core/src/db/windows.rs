@@ -11,10 +11,10 @@
 //! commits it walks and the newest is chosen here: a correlated `max(run_id)` per commit cost
 //! SQLite more than the rest of the walk.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::pages::{EnvironmentPoint, SeriesPoint};
-use super::window_lines::CommitLine;
+use super::window_lines::{CommitLine, RunField};
 use super::{Db, DbError, decode_error, unhex};
 use crate::model::Direction;
 use crate::samples::Samples;
@@ -57,7 +57,11 @@ impl WindowRun {
                 line.chars().take(60).collect::<String>()
             ))));
         };
-        let run = run?;
+        WindowRun::of(&commit, &run?)
+    }
+
+    /// `run` of `commit` as a window holds it: its samples decoded, without its environment.
+    pub(super) fn of(commit: &CommitLine<'_>, run: &RunField<'_>) -> Result<WindowRun, DbError> {
         let bytes = unhex(run.hex)?;
         let samples = Samples(crate::samples::decode(&bytes).map_err(decode_error)?);
         Ok(WindowRun {
@@ -234,6 +238,29 @@ impl Db {
         (text.split('\n').filter(|line| !line.is_empty()))
             .map(WindowRun::read)
             .collect()
+    }
+
+    /// The kernel and toolchain of each of `runs`, read once a run.
+    pub(super) async fn run_environments(
+        &self,
+        runs: impl Iterator<Item = i64>,
+    ) -> Result<HashMap<i64, (String, String)>, DbError> {
+        let mut runs: Vec<i64> = runs.collect();
+        runs.sort_unstable();
+        runs.dedup();
+        let ids = serde_json::to_string(&runs).map_err(decode_error)?;
+        let json = sqlx::query_scalar!(
+            r#"SELECT json_group_array(json_array(id, kernel, toolchain)) AS "rows!: String"
+               FROM runs WHERE id IN (SELECT value FROM json_each(?1))"#,
+            ids
+        )
+        .fetch_one(&self.reader)
+        .await?;
+        let rows: Vec<(i64, String, String)> = serde_json::from_str(&json).map_err(decode_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, kernel, toolchain)| (id, (kernel, toolchain)))
+            .collect())
     }
 
     /// The values (with their history positions) of the last `limit` points of a series before
