@@ -15,13 +15,18 @@ use super::window_lines::{CommitLine, RunField};
 use super::windows::{WindowPoint, WindowRun};
 use super::{Db, DbError, decode_error};
 
-/// A run of one of the series at a commit of the walk, still as text but for its rank
-/// (`WindowRun::rank`: staged, then the newer run).
+/// A run of one of the series at a commit of the walk, still as text.
 struct Candidate<'a> {
-    position: i64,
-    rank: (bool, i64),
     commit: &'a CommitLine<'a>,
     run: RunField<'a>,
+}
+
+impl Candidate<'_> {
+    /// Its commit's position, then its rank there (`WindowRun::rank`: staged, then the newer
+    /// run).
+    fn key(&self) -> (i64, bool, i64) {
+        (self.commit.position, self.commit.staged, self.run.run_id)
+    }
 }
 
 impl Db {
@@ -95,12 +100,10 @@ impl Db {
             .collect::<Result<Vec<_>, _>>()?;
         // Where the walk stopped, when it stopped before the root: a series' points older
         // than that may be missing (a staged point there is older than merged ones unread).
-        let merged: Vec<i64> = (commits.iter())
-            .filter(|c| !c.staged)
-            .map(|c| c.position)
-            .collect();
-        let stopped = (merged.len() as i64 == limit).then(|| merged.iter().min().copied());
-        let stopped = stopped.flatten();
+        let merged = || commits.iter().filter(|c| !c.staged).map(|c| c.position);
+        let stopped = (merged().count() as i64 == limit)
+            .then(|| merged().min())
+            .flatten();
         let index: HashMap<i64, usize> = (series.iter().enumerate())
             .map(|(i, id)| (*id, i))
             .collect();
@@ -111,21 +114,16 @@ impl Db {
             for run in commit.runs() {
                 let run = run?;
                 if let Some(&i) = index.get(&run.series_id) {
-                    found[i].push(Candidate {
-                        position: commit.position,
-                        rank: (commit.staged, run.run_id),
-                        commit,
-                        run,
-                    });
+                    found[i].push(Candidate { commit, run });
                 }
             }
         }
         let mut windows: Vec<Option<Vec<_>>> = Vec::with_capacity(series.len());
         for mut runs in found {
-            runs.sort_unstable_by_key(|c| (c.position, c.rank));
+            runs.sort_unstable_by_key(Candidate::key);
             // The last run of each position is its winner.
             runs.dedup_by(|later, earlier| {
-                let same = later.position == earlier.position;
+                let same = later.commit.position == earlier.commit.position;
                 if same {
                     std::mem::swap(later, earlier);
                 }
@@ -133,8 +131,9 @@ impl Db {
             });
             // The walk stopped before the root and this series was not measured at enough of
             // its commits: older commits may hold the rest of its window.
-            let short = stopped
-                .is_some_and(|s| (runs.iter().filter(|c| c.position >= s).count() as i64) < limit);
+            let short = stopped.is_some_and(|s| {
+                (runs.iter().filter(|c| c.commit.position >= s).count() as i64) < limit
+            });
             let keep = runs.len().saturating_sub(limit as usize);
             windows.push((!short).then(|| runs.split_off(keep)));
         }
@@ -147,7 +146,7 @@ impl Db {
                 continue;
             };
             let points = (window.into_iter())
-                .map(|Candidate { commit, run, .. }| {
+                .map(|Candidate { commit, run }| {
                     let mut point = WindowRun::of(commit, &run)?;
                     point.environment = environments.get(&run.run_id).cloned();
                     point.with_environment()

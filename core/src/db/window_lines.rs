@@ -25,7 +25,7 @@ pub(super) struct RunField<'a> {
     pub(super) run_id: i64,
 }
 
-fn malformed(what: &str, text: &str) -> DbError {
+pub(super) fn malformed(what: &str, text: &str) -> DbError {
     let shown: String = text.chars().take(60).collect();
     decode_error(std::io::Error::other(format!(
         "a window's {what}: {shown:?}"

@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::pages::{EnvironmentPoint, SeriesPoint};
-use super::window_lines::{CommitLine, RunField};
+use super::window_lines::{CommitLine, RunField, malformed};
 use super::{Db, DbError, decode_error, unhex};
 use crate::model::Direction;
 use crate::samples::Samples;
@@ -52,10 +52,7 @@ impl WindowRun {
         let commit = CommitLine::parse(line)?;
         let mut runs = commit.runs();
         let (Some(run), None) = (runs.next(), runs.next()) else {
-            return Err(decode_error(std::io::Error::other(format!(
-                "a window's line of other than one run: {:?}",
-                line.chars().take(60).collect::<String>()
-            ))));
+            return Err(malformed("line of other than one run", line));
         };
         WindowRun::of(&commit, &run?)
     }
