@@ -13,6 +13,7 @@ mod confirmations;
 mod counts;
 mod credentials;
 mod disturbed;
+mod f64_bits;
 mod history;
 mod ingest;
 mod jobs;
@@ -232,6 +233,7 @@ impl Db {
         let staging = Arc::new(staging::Staging::new(u64::try_from(staged).unwrap_or(0)));
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
+            .after_connect(|conn, _| Box::pin(f64_bits::register(conn)))
             .connect_with(options.read_only(true))
             .await?;
         Ok(Db {

@@ -55,12 +55,11 @@ impl Db {
         // Staged runs shadow merged ones, so every staged commit up to `until` comes whole
         // (the staged table holds what arrived since the last merge); then the newest
         // `limit` merged commits that any of the series measured, each with all its runs.
-        let text = sqlx::query_scalar!(
+        let text: String = sqlx::query_scalar(
             r#"SELECT coalesce(group_concat(printf('%d %d %d %s', staged, position, committed_at,
                                                    sha) || coalesce(runs, ''), char(10)), '')
-                        AS "lines!: String"
                FROM (SELECT 1 AS staged, c.position, c.sha, c.committed_at,
-                            (SELECT group_concat(printf(';%d %!.20e %d %s', x.series_id, x.value,
+                            (SELECT group_concat(printf(';%d %d %d %s', x.series_id, f64_bits(x.value),
                                         x.run_id, CASE WHEN ?4 THEN hex(x.samples) ELSE '' END),
                                     '')
                              FROM measurements_staged x
@@ -72,8 +71,8 @@ impl Db {
                      UNION ALL
                      SELECT * FROM (
                         SELECT 0, c.position, c.sha, c.committed_at,
-                               (SELECT group_concat(printf(';%d %!.20e %d %s', x.series_id,
-                                           x.value, x.run_id,
+                               (SELECT group_concat(printf(';%d %d %d %s', x.series_id,
+                                           f64_bits(x.value), x.run_id,
                                            CASE WHEN ?4 THEN hex(x.samples) ELSE '' END), '')
                                 FROM measurements x
                                 WHERE x.series_id IN (SELECT value FROM json_each(?1))
@@ -87,12 +86,12 @@ impl Db {
                                       WHERE x.series_id IN (SELECT value FROM json_each(?1))
                                         AND x.commit_id = c.id)
                         ORDER BY c.position DESC LIMIT ?3))"#,
-            ids,
-            until_position,
-            limit,
-            with_samples,
-            first
         )
+        .bind(ids)
+        .bind(until_position)
+        .bind(limit)
+        .bind(with_samples)
+        .bind(first)
         .fetch_one(&self.reader)
         .await?;
         let commits = (text.split('\n').filter(|line| !line.is_empty()))

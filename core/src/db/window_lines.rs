@@ -3,11 +3,12 @@
 //! built and re-read nested arrays of JSON for longer than it took to find the runs, and
 //! handing each run to this thread as a row of its own cost more again.
 
+use super::f64_bits::from_bits;
 use super::{DbError, decode_error};
 
 /// A commit of the walk as the query spells it, one line of text:
 /// `staged position committed_at sha`, then `;series value run samples` for each of its runs
-/// of the series (the value in decimal as `printf('%!.20e')` spells it, the samples' stored
+/// of the series (the value as the integer of its bits, `f64_bits.rs`; the samples' stored
 /// bytes in hex, empty unless asked for).
 pub(super) struct CommitLine<'a> {
     pub(super) staged: bool,
@@ -62,7 +63,7 @@ impl<'a> CommitLine<'a> {
         (self.runs.split(';').filter(|run| !run.is_empty())).map(|run| {
             let mut fields = run.split(' ');
             let series_id = number(fields.next(), "run", run)?;
-            let value = number(fields.next(), "run", run)?;
+            let value = from_bits(number(fields.next(), "run", run)?);
             let run_id = number(fields.next(), "run", run)?;
             let (Some(hex), None) = (fields.next(), fields.next()) else {
                 return Err(malformed("run", run));
@@ -91,7 +92,13 @@ mod tests {
 
     #[test]
     fn a_commit_line_reads_its_runs() {
-        let line = "1 42 1700000000 abc0;7 1.50000000000000000000e+00 9 0A0B;8 -2e-300 10 ";
+        let bits = |v: f64| v.to_bits() as i64;
+        let line = format!(
+            "1 42 1700000000 abc0;7 {} 9 0A0B;8 {} 10 ",
+            bits(1.5),
+            bits(-2e-300)
+        );
+        let line = line.as_str();
         let commit = CommitLine::parse(line).unwrap();
         assert!(commit.staged);
         assert_eq!((commit.position, commit.committed_at), (42, 1_700_000_000));
@@ -118,11 +125,13 @@ mod tests {
             "x 1 2 sha",
             "0 1.5 2 sha",
             "0 99999999999999999999 2 sha",
-            "0 1 2 sha;7 1.5 9",
-            "0 1 2 sha;7 1.5 9 0A extra",
+            "0 1 2 sha;7 15 9",
+            "0 1 2 sha;7 15 9 0A extra",
             "0 1 2 sha;7 nothing 9 0A",
-            "0 1 2 sha;x 1.5 9 0A",
-            "0 1 2 sha;7 1.5 -",
+            "0 1 2 sha;7 1.5 9 0A",
+            "0 1 2 sha;7 18446744073709551615 9 0A",
+            "0 1 2 sha;x 15 9 0A",
+            "0 1 2 sha;7 15 -",
         ] {
             assert!(
                 CommitLine::parse(line).is_err() || runs(line).is_err(),

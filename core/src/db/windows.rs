@@ -202,11 +202,10 @@ impl Db {
         // One row of text, a line a run (`window_lines.rs`), rather than a row a run: handing
         // each of a window's 1,000 rows from SQLite's thread to this task cost more than
         // finding it. The environments are read apart, once a run of the window.
-        let text = sqlx::query_scalar!(
-            r#"SELECT coalesce(group_concat(printf('%d %d %d %s;%d %!.20e %d %s', staged,
-                          position, committed_at, sha, ?1, value, run_id,
+        let text: String = sqlx::query_scalar(
+            r#"SELECT coalesce(group_concat(printf('%d %d %d %s;%d %d %d %s', staged,
+                          position, committed_at, sha, ?1, f64_bits(value), run_id,
                           CASE WHEN ?4 THEN hex(samples) ELSE '' END), char(10)), '')
-                        AS "lines!: String"
                FROM (SELECT 1 AS staged, c.position, c.sha, c.committed_at, x.value,
                             x.samples, x.run_id
                      FROM staged_commits k
@@ -225,11 +224,11 @@ impl Db {
                                                  WHERE s.id = ?1)
                           AND c.position IS NOT NULL AND c.position <= ?2
                         ORDER BY c.position DESC LIMIT ?3))"#,
-            series_id,
-            until,
-            rows,
-            reading.samples
         )
+        .bind(series_id)
+        .bind(until)
+        .bind(rows)
+        .bind(reading.samples)
         .fetch_one(&self.reader)
         .await?;
         (text.split('\n').filter(|line| !line.is_empty()))
