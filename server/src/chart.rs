@@ -67,8 +67,6 @@ pub struct TrendPoint {
     pub low: Option<f64>,
     /// Upper end of the samples' spread (the third quartile, or an interval bound).
     pub high: Option<f64>,
-    /// Link to the commit page; only relative and http(s) links are emitted.
-    pub href: String,
     /// When the commit was made (Unix seconds), written under its sha on the x axis.
     pub committed_at: Option<i64>,
 }
@@ -86,6 +84,10 @@ pub struct TrendChart<'a> {
     pub unit: &'a str,
     /// The series in any order; they are plotted by `position`.
     pub points: &'a [TrendPoint],
+    /// Where a point links: this, then the point's sha (`/repos/NAME/commits/`; a page's
+    /// thousands of points share it rather than each spelling its own link). Only relative and
+    /// http(s) links are emitted.
+    pub commit_links: &'a str,
     /// Width of the drawing in pixels (the SVG scales to its container with CSS).
     pub width: u32,
     /// Height of the drawing in pixels.
@@ -114,6 +116,7 @@ impl<'a> TrendChart<'a> {
             title,
             unit,
             points,
+            commit_links: "",
             width: DEFAULT_WIDTH,
             height: DEFAULT_HEIGHT,
             band: &[],
@@ -132,6 +135,15 @@ impl<'a> TrendChart<'a> {
         Self {
             width,
             height,
+            ..self
+        }
+    }
+
+    /// The same chart with each point linking to `prefix` and its sha.
+    #[must_use]
+    pub fn with_commit_links(self, prefix: &'a str) -> Self {
+        Self {
+            commit_links: prefix,
             ..self
         }
     }

@@ -1,5 +1,7 @@
 //! Read queries behind the dashboard pages and the JSON API.
 
+use std::sync::Arc;
+
 use super::{Db, DbError};
 use crate::samples::Samples;
 
@@ -370,10 +372,15 @@ impl Db {
     }
 }
 
+/// A run's kernel and toolchain, shared by the points whose runs had them: a window of a
+/// thousand points names a handful of environments, and a copy of both names a point was a
+/// tenth of a benchmark page's allocations.
+pub type Environment = (Arc<str>, Arc<str>);
+
 /// The environment of a run that measured the commit at `position`, in history order.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EnvironmentPoint {
     pub position: i64,
-    pub kernel: String,
-    pub toolchain: String,
+    pub kernel: Arc<str>,
+    pub toolchain: Arc<str>,
 }

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::pages::Environment;
 use super::summaries::{StoredSummary, SummaryRange, read_summaries};
 use super::{Db, DbError, decode_error};
 use crate::series_summary::{
@@ -22,7 +23,7 @@ pub struct SummaryWindow {
     /// The sha and commit time (Unix seconds) of every drawn point.
     pub commits: HashMap<i64, (String, i64)>,
     /// The kernel and toolchain of every environment the buckets name.
-    pub environments: HashMap<i64, (String, String)>,
+    pub environments: HashMap<i64, Environment>,
 }
 
 /// A point read one by one: its position, value and its run's environment.
@@ -130,7 +131,9 @@ impl Db {
             buckets: summaries,
             drawn,
             commits,
-            environments: names,
+            environments: (names.into_iter())
+                .map(|(id, (kernel, toolchain))| (id, (kernel.into(), toolchain.into())))
+                .collect(),
         }))
     }
 

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::pages::{EnvironmentPoint, SeriesPoint};
+use super::pages::{Environment, EnvironmentPoint, SeriesPoint};
 use super::window_lines::{CommitLine, RunField, malformed};
 use super::{Db, DbError, decode_error, unhex};
 use crate::model::Direction;
@@ -43,7 +43,7 @@ pub(super) struct WindowRun {
     pub(super) run_id: i64,
     pub(super) point: SeriesPoint,
     /// Kernel and toolchain, when read.
-    pub(super) environment: Option<(String, String)>,
+    pub(super) environment: Option<Environment>,
 }
 
 impl WindowRun {
@@ -236,27 +236,38 @@ impl Db {
             .collect()
     }
 
-    /// The kernel and toolchain of each of `runs`, read once a run.
+    /// The kernel and toolchain of each of `runs`, each environment read once with the ids of
+    /// its runs and shared by them.
     pub(super) async fn run_environments(
         &self,
         runs: impl Iterator<Item = i64>,
-    ) -> Result<HashMap<i64, (String, String)>, DbError> {
+    ) -> Result<HashMap<i64, Environment>, DbError> {
         let mut runs: Vec<i64> = runs.collect();
         runs.sort_unstable();
         runs.dedup();
         let ids = serde_json::to_string(&runs).map_err(decode_error)?;
         let json = sqlx::query_scalar!(
-            r#"SELECT json_group_array(json_array(id, kernel, toolchain)) AS "rows!: String"
-               FROM runs WHERE id IN (SELECT value FROM json_each(?1))"#,
+            r#"SELECT json_group_array(json_array(kernel, toolchain, ids)) AS "rows!: String"
+               FROM (SELECT kernel, toolchain, group_concat(id) AS ids FROM runs
+                     WHERE id IN (SELECT value FROM json_each(?1))
+                     GROUP BY kernel, toolchain)"#,
             ids
         )
         .fetch_one(&self.reader)
         .await?;
-        let rows: Vec<(i64, String, String)> = serde_json::from_str(&json).map_err(decode_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, kernel, toolchain)| (id, (kernel, toolchain)))
-            .collect())
+        let rows: Vec<(String, String, String)> =
+            serde_json::from_str(&json).map_err(decode_error)?;
+        let mut environments = HashMap::with_capacity(runs.len());
+        for (kernel, toolchain, ids) in rows {
+            let environment: Environment = (kernel.into(), toolchain.into());
+            for id in ids.split(',') {
+                let id = id
+                    .parse()
+                    .map_err(|_| malformed("run's environment", &ids))?;
+                environments.insert(id, environment.clone());
+            }
+        }
+        Ok(environments)
     }
 
     /// The values (with their history positions) of the last `limit` points of a series before

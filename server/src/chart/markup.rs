@@ -156,7 +156,10 @@ pub(super) fn assemble(
     // plotters writes `<svg ...>\n` first and `</svg>\n` last; only what lies between is kept.
     let inner_start = body.find(">\n").map_or(0, |i| i + 2);
     let inner_end = body.rfind("</svg>").unwrap_or(body.len()).max(inner_start);
-    let link_bytes: usize = placed.iter().map(|p| p.point.href.len() + 120).sum();
+    // A prefix that is not a safe link makes every point's link `#`, not `#` and its sha.
+    let links = safe_href(chart.commit_links);
+    let link_sha = links == chart.commit_links;
+    let link_bytes = placed.len() * (links.len() + 160);
     let mut svg = String::with_capacity(body.len() + overlays.len() + link_bytes + 512);
     let mut summary = String::new();
     for (count, noun) in [
@@ -182,7 +185,10 @@ pub(super) fn assemble(
     svg.push_str("<g class=\"points\" fill=\"#1F77B4\" stroke=\"#FFFFFF\" stroke-width=\"1\">\n");
     for Placed { point, x, y } in placed {
         svg.push_str("<a href=\"");
-        push_escaped(&mut svg, safe_href(&point.href));
+        push_escaped(&mut svg, links);
+        if link_sha {
+            push_escaped(&mut svg, &point.sha);
+        }
         svg.push_str("\"><title>");
         push_escaped(&mut svg, point.sha.get(..10).unwrap_or(&point.sha));
         if let Some(seconds) = point.committed_at {

@@ -15,7 +15,6 @@ fn point(position: usize, value: f64) -> TrendPoint {
         value,
         low: None,
         high: None,
-        href: format!("/repos/demo/commits/{position}"),
         committed_at: None,
     }
 }
@@ -29,7 +28,9 @@ fn series(values: &[f64]) -> Vec<TrendPoint> {
 }
 
 fn chart(points: &[TrendPoint]) -> TrendChart<'_> {
-    TrendChart::new("bus/steady/one_subscriber · time", "ns", points).with_size(800, 320)
+    TrendChart::new("bus/steady/one_subscriber · time", "ns", points)
+        .with_commit_links("/repos/demo/commits/")
+        .with_size(800, 320)
 }
 
 fn render(points: &[TrendPoint]) -> String {
@@ -139,7 +140,8 @@ fn every_finite_point_is_one_link_with_a_tooltip() {
     assert_well_formed(&svg);
     assert_eq!(svg.matches("<a ").count(), 3);
     assert_eq!(svg.matches("<circle ").count(), 3);
-    assert!(svg.contains("<a href=\"/repos/demo/commits/3\"><title>0000000003: 97 ns</title>"));
+    let link = format!("<a href=\"/repos/demo/commits/0000000003{}\">", &SHA[10..]);
+    assert!(svg.contains(&format!("{link}<title>0000000003: 97 ns</title>")));
     assert!(svg.contains("<title>0000000001: 95.7 ns</title>"));
 }
 
@@ -196,14 +198,16 @@ fn sizes_are_drawn_in_a_readable_binary_prefix() {
 fn user_strings_are_escaped_everywhere() {
     let mut points = series(&[1.0, 2.0]);
     points[0].sha = "<script>alert('sha')</script>".into();
-    points[0].href = "/c/\"><script>alert(1)</script>".into();
     points[1].sha = "a&b\u{1}c".into();
-    let chart = TrendChart::new("<script>alert(\"title\")</script>", "\"'&<>", &points);
+    let chart = TrendChart::new("<script>alert(\"title\")</script>", "\"'&<>", &points)
+        .with_commit_links("/c/\"><script>alert(1)</script>");
     let svg = render_trend_svg(&chart).unwrap();
     assert_well_formed(&svg);
     assert!(!svg.contains("<script"));
     assert!(svg.contains("&lt;script&gt;alert(&quot;title&quot;)&lt;/script&gt;"));
-    assert!(svg.contains("href=\"/c/&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;\""));
+    assert!(svg.contains(
+        "href=\"/c/&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;script&gt;alert(&apos;sha"
+    ));
     assert!(svg.contains("<title>&lt;script&gt;al: 1 &quot;&apos;&amp;&lt;&gt;</title>"));
     assert!(svg.contains("<title>a&amp;b\u{fffd}c: 2 "));
 }
@@ -224,9 +228,9 @@ fn links_that_could_run_script_are_neutralised() {
         "https://git.example/c/1"
     );
     assert_eq!(safe_href("commits/abc"), "commits/abc");
-    let mut points = series(&[1.0]);
-    points[0].href = "javascript:alert(1)".into();
-    assert!(render(&points).contains("<a href=\"#\">"));
+    let points = series(&[1.0]);
+    let chart = chart(&points).with_commit_links("javascript:alert(1)");
+    assert!(render_trend_svg(&chart).unwrap().contains("<a href=\"#\">"));
 }
 
 #[test]
@@ -516,7 +520,7 @@ fn ten_thousand_commits_draw_no_more_points_than_pixels_and_keep_a_spike() {
     let links = svg.matches("<a href=").count();
     assert!(links <= 800 / thin::PIXELS_PER_BUCKET, "{links} links");
     assert!(
-        svg.contains("/repos/demo/commits/7777\""),
+        svg.contains(&format!("/repos/demo/commits/0000007777{}\"", &SHA[10..])),
         "the spike is linked"
     );
     assert!(svg.len() < 60_000, "{} bytes", svg.len());

@@ -122,7 +122,6 @@ mod tests {
                 value,
                 low: None,
                 high: None,
-                href: String::new(),
                 committed_at: None,
             })
             .collect()

@@ -107,7 +107,7 @@ pub async fn benchmark(
     // The oldest and newest commit shown on any chart: (position, sha, time).
     let mut oldest: Option<(usize, String, Option<i64>)> = None;
     let mut newest: Option<(usize, String, Option<i64>)> = None;
-    let drawn = load_series_trends(&state, &repo_name, &all, window).await?;
+    let drawn = load_series_trends(&state, &all, window).await?;
     for (series, drawn) in all.into_iter().zip(drawn) {
         let mut trend = drawn.into_trend(&repo_name, &series, &regressions);
         trend.y_scale = y_scale;

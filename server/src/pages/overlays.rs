@@ -139,7 +139,6 @@ mod tests {
             value,
             low: None,
             high: None,
-            href: String::new(),
             committed_at: None,
         }
     }

@@ -29,6 +29,8 @@ pub struct Window {
 pub struct SeriesTrend {
     pub title: String,
     pub points: Vec<TrendPoint>,
+    /// Where the points link ([`TrendChart::commit_links`]).
+    pub commit_links: String,
     /// Commits measured in the window (more than the points drawn, from summaries).
     pub measured: usize,
     pub overlays: Overlays,
@@ -49,7 +51,7 @@ pub async fn load_series_trend(
     window: Window,
     regressions: &[RegressionRow],
 ) -> AppResult<SeriesTrend> {
-    let trends = load_series_trends(state, repo_name, std::slice::from_ref(series), window);
+    let trends = load_series_trends(state, std::slice::from_ref(series), window);
     let mut trends = trends.await?.into_iter();
     let drawn = trends
         .next()
@@ -61,7 +63,6 @@ pub async fn load_series_trend(
 /// drawn point by point is read for all of them in one walk down the branch.
 pub async fn load_series_trends(
     state: &AppState,
-    repo_name: &str,
     series: &[BenchmarkSeriesRow],
     window: Window,
 ) -> AppResult<Vec<Drawn>> {
@@ -74,16 +75,14 @@ pub async fn load_series_trends(
                 .series_summary_window(one.id, window.last, window.until, buckets)
                 .await?;
             match summary {
-                Some(summary) => summarized_points(state, repo_name, one.id, summary).await,
-                None => Ok(window_points(state, repo_name, &[one.id], window)
-                    .await?
-                    .remove(0)),
+                Some(summary) => summarized_points(state, one.id, summary).await,
+                None => Ok(window_points(state, &[one.id], window).await?.remove(0)),
             }
         });
         return futures_util::future::try_join_all(each).await;
     }
     let ids: Vec<i64> = series.iter().map(|s| s.id).collect();
-    window_points(state, repo_name, &ids, window).await
+    window_points(state, &ids, window).await
 }
 
 /// What a chart draws of a window: its points, the commits measured, the environments of
@@ -120,6 +119,7 @@ impl Drawn {
                 self.noise,
             ),
             points: self.points,
+            commit_links: format!("/repos/{repo_name}/commits/"),
             measured: self.measured,
             y_scale: YScale::Linear,
             summarized: self.summarized,
@@ -130,12 +130,7 @@ impl Drawn {
 /// The windows of `series` point by point, read in one walk. Samples are read only when a
 /// chart draws each point with its spread: a thinned chart does not need them. One point
 /// more than the window is read, for the environment the first point's run changed from.
-async fn window_points(
-    state: &AppState,
-    repo_name: &str,
-    series: &[i64],
-    window: Window,
-) -> AppResult<Vec<Drawn>> {
+async fn window_points(state: &AppState, series: &[i64], window: Window) -> AppResult<Vec<Drawn>> {
     let whole_window = drawn_whole(window.last as usize, DEFAULT_WIDTH);
     let (limit, until) = (window.last + 1, window.until);
     let mut windows = (state.db)
@@ -149,23 +144,13 @@ async fn window_points(
             // Fewer points than the window could hold: few enough to draw with their spread.
             *rows = state.db.series_window(*id, limit, until, true).await?;
         }
-        drawn.push(window_drawn(
-            repo_name,
-            std::mem::take(rows),
-            window,
-            with_spread,
-        ));
+        drawn.push(window_drawn(std::mem::take(rows), window, with_spread));
     }
     Ok(drawn)
 }
 
 /// A window's points as drawn, each with its spread when `with_spread`.
-fn window_drawn(
-    repo_name: &str,
-    rows: Vec<WindowPoint>,
-    window: Window,
-    with_spread: bool,
-) -> Drawn {
+fn window_drawn(rows: Vec<WindowPoint>, window: Window, with_spread: bool) -> Drawn {
     let shown = rows.len().min(window.last as usize);
     let before_window = rows.len() - shown;
     let mut environments = Vec::with_capacity(rows.len());
@@ -188,7 +173,6 @@ fn window_drawn(
             value: p.value,
             low: middle_half.map(|(q1, _)| q1),
             high: middle_half.map(|(_, q3)| q3),
-            href: commit_href(repo_name, &p.sha),
             sha: p.sha,
             committed_at: Some(p.committed_at),
         });
@@ -207,7 +191,6 @@ fn window_drawn(
 /// changed, and the band from the noise the analysis stored.
 async fn summarized_points(
     state: &AppState,
-    repo_name: &str,
     series_id: i64,
     summary: SummaryWindow,
 ) -> AppResult<Drawn> {
@@ -220,7 +203,6 @@ async fn summarized_points(
                 value: p.value,
                 low: None,
                 high: None,
-                href: commit_href(repo_name, sha),
                 committed_at: Some(*time),
             })
         })
@@ -256,14 +238,11 @@ async fn summarized_points(
     })
 }
 
-fn commit_href(repo_name: &str, sha: &str) -> String {
-    format!("/repos/{repo_name}/commits/{sha}")
-}
-
 impl SeriesTrend {
     /// The chart of this trend in `unit`.
     pub fn chart<'a>(&'a self, unit: &'a str) -> TrendChart<'a> {
         TrendChart::new(&self.title, unit, &self.points)
+            .with_commit_links(&self.commit_links)
             .with_changes(&self.overlays.changes)
             .with_segments(&self.overlays.segments)
             .with_band(&self.overlays.band)

@@ -172,7 +172,6 @@ pub async fn regression(
             value: p.value,
             low: None,
             high: None,
-            href: format!("/repos/{repo}/commits/{}", p.sha),
             committed_at: Some(p.committed_at),
         })
         .collect();
@@ -187,7 +186,9 @@ pub async fn regression(
         label: format!("{:+.1} % {}", r.change_pct, r.kind),
         href: None,
     }];
+    let commit_links = format!("/repos/{repo}/commits/");
     let chart = TrendChart::new(&title, &r.unit, &trend)
+        .with_commit_links(&commit_links)
         .with_size(960, 300)
         .with_changes(if r.position.is_some() { &marker } else { &[] })
         .with_baseline(r.baseline, "level before");
