@@ -1,5 +1,6 @@
 //! Time as kymo sees it: injectable, so that leases and timestamps can be tested.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -61,6 +62,13 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// `2026-11-22` from Unix seconds, in UTC.
 pub fn utc_date(seconds: i64) -> String {
+    let mut date = String::with_capacity(10);
+    push_utc_date(&mut date, seconds);
+    date
+}
+
+/// [`utc_date`] written at the end of `out` (a chart writes one a point).
+pub fn push_utc_date(out: &mut String, seconds: i64) {
     let (y, m, d) = civil_from_days(seconds.div_euclid(86_400));
-    format!("{y:04}-{m:02}-{d:02}")
+    let _ = write!(out, "{y:04}-{m:02}-{d:02}");
 }

@@ -5,6 +5,8 @@
 //! magnitude, so that every value of the set is written in the same unit. Units kymo does not
 //! know keep their name and get an SI prefix only when the numbers grow long.
 
+use std::fmt::Write as _;
+
 /// A unit to write values in: divide by `divisor`, then append `unit`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scale {
@@ -113,12 +115,13 @@ impl Scale {
 
     /// `value` in this scale with four significant digits and the unit: `412.3 µs`.
     pub fn format(&self, value: f64) -> String {
-        let text = significant(self.apply(value), 4);
-        if self.unit.is_empty() {
-            text
-        } else {
-            format!("{text} {}", self.unit)
+        let mut text = String::new();
+        push_significant(&mut text, self.apply(value), 4);
+        if !self.unit.is_empty() {
+            text.push(' ');
+            text.push_str(&self.unit);
         }
+        text
     }
 }
 
@@ -130,12 +133,22 @@ pub fn human(value: f64, unit: &str) -> String {
 /// A number with `digits` significant digits (at least), without an exponent between 10⁻³
 /// and 10⁹, and without trailing zeros after the point.
 pub fn significant(value: f64, digits: i32) -> String {
-    if !value.is_finite() {
-        return value.to_string();
-    }
+    let mut text = String::new();
+    push_significant(&mut text, value, digits);
+    text
+}
+
+/// [`significant`] written at the end of `out` (a chart writes a few a point): digits, a sign,
+/// a point, an exponent or `inf`/`NaN`, nothing that markup would need to escape.
+pub fn push_significant(out: &mut String, value: f64, digits: i32) {
     let magnitude = value.abs();
+    if !value.is_finite() {
+        let _ = write!(out, "{value}");
+        return;
+    }
     if magnitude != 0.0 && !(1e-3..1e9).contains(&magnitude) {
-        return format!("{value:.*e}", (digits - 1).max(0) as usize);
+        let _ = write!(out, "{value:.*e}", (digits - 1).max(0) as usize);
+        return;
     }
     let exponent = if magnitude == 0.0 {
         0
@@ -143,11 +156,14 @@ pub fn significant(value: f64, digits: i32) -> String {
         magnitude.log10().floor() as i32
     };
     let decimals = (digits - 1 - exponent).clamp(0, 9) as usize;
-    let text = format!("{value:.decimals$}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
+    let start = out.len();
+    let _ = write!(out, "{value:.decimals$}");
+    if out[start..].contains('.') {
+        let kept = out[start..]
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .len();
+        out.truncate(start + kept);
     }
 }
 
@@ -216,5 +232,14 @@ mod tests {
         assert_eq!(human(-400_000.0, "ns"), "-400 µs");
         assert_eq!(significant(2.5e-6, 4), "2.500e-6");
         assert_eq!(significant(0.0, 4), "0");
+    }
+
+    #[test]
+    fn a_number_written_after_text_trims_only_its_own_zeros() {
+        let mut out = String::from("at 10.");
+        push_significant(&mut out, 2.5, 4);
+        assert_eq!(out, "at 10.2.5");
+        push_significant(&mut out, 100.0, 4);
+        assert_eq!(out, "at 10.2.5100");
     }
 }

@@ -7,8 +7,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use kymo_core::clock::utc_date;
-use kymo_core::units::{Scale, significant};
+use kymo_core::clock::push_utc_date;
+use kymo_core::units::{Scale, push_significant};
 
 use super::{TrendChart, TrendPoint, whisker};
 
@@ -142,6 +142,15 @@ pub(super) struct Placed<'p> {
     pub y: i32,
 }
 
+/// `value` as [`Scale::format`] writes it, the unit escaped (the digits need no escaping).
+fn push_value(out: &mut String, scale: &Scale, value: f64) {
+    push_significant(out, scale.apply(value), 4);
+    if !scale.unit.is_empty() {
+        out.push(' ');
+        push_escaped(out, &scale.unit);
+    }
+}
+
 /// Replaces plotters' fixed-size root tag with a scalable, labelled one and appends the links
 /// and the overlays, which go on top so that dense points cannot hide them; their lines let
 /// the pointer through to the points.
@@ -193,16 +202,16 @@ pub(super) fn assemble(
         push_escaped(&mut svg, point.sha.get(..10).unwrap_or(&point.sha));
         if let Some(seconds) = point.committed_at {
             svg.push_str(", ");
-            svg.push_str(&utc_date(seconds));
+            push_utc_date(&mut svg, seconds);
         }
         svg.push_str(": ");
         let scale = Scale::for_magnitude(chart.unit, point.value);
-        push_escaped(&mut svg, &scale.format(point.value));
+        push_value(&mut svg, &scale, point.value);
         if let Some((lo, hi)) = whisker(point) {
             svg.push_str(" (middle half ");
-            push_escaped(&mut svg, &significant(scale.apply(lo), 4));
+            push_significant(&mut svg, scale.apply(lo), 4);
             svg.push_str(" to ");
-            push_escaped(&mut svg, &scale.format(hi));
+            push_value(&mut svg, &scale, hi);
             svg.push(')');
         }
         svg.push_str("</title><circle cx=\"");
