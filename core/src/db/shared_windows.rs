@@ -55,13 +55,14 @@ impl Db {
         // Staged runs shadow merged ones, so every staged commit up to `until` comes whole
         // (the staged table holds what arrived since the last merge); then the newest
         // `limit` merged commits that any of the series measured, each with all its runs.
+        // Not the checked macro: `f64_bits` exists only on this process's connections.
         let text: String = sqlx::query_scalar(
             r#"SELECT coalesce(group_concat(printf('%d %d %d %s', staged, position, committed_at,
                                                    sha) || coalesce(runs, ''), char(10)), '')
                FROM (SELECT 1 AS staged, c.position, c.sha, c.committed_at,
-                            (SELECT group_concat(printf(';%d %d %d %s', x.series_id, f64_bits(x.value),
-                                        x.run_id, CASE WHEN ?4 THEN hex(x.samples) ELSE '' END),
-                                    '')
+                            (SELECT group_concat(printf(';%d %d %d %s', x.series_id,
+                                        f64_bits(x.value), x.run_id,
+                                        CASE WHEN ?4 THEN hex(x.samples) ELSE '' END), '')
                              FROM measurements_staged x
                              WHERE x.commit_id = k.commit_id
                                AND x.series_id IN (SELECT value FROM json_each(?1))) AS runs

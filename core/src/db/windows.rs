@@ -201,7 +201,8 @@ impl Db {
     ) -> Result<Vec<WindowRun>, DbError> {
         // One row of text, a line a run (`window_lines.rs`), rather than a row a run: handing
         // each of a window's 1,000 rows from SQLite's thread to this task cost more than
-        // finding it. The environments are read apart, once a run of the window.
+        // finding it. The environments are read apart, once a run of the window. Not the
+        // checked macro: `f64_bits` exists only on this process's connections.
         let text: String = sqlx::query_scalar(
             r#"SELECT coalesce(group_concat(printf('%d %d %d %s;%d %d %d %s', staged,
                           position, committed_at, sha, ?1, f64_bits(value), run_id,
