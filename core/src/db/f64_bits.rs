@@ -20,6 +20,11 @@ pub(super) fn from_bits(spelled: i64) -> f64 {
     f64::from_bits(spelled as u64)
 }
 
+/// Reads a number the function spelled, as a field of JSON.
+pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(spelled: D) -> Result<f64, D::Error> {
+    <i64 as serde::Deserialize>::deserialize(spelled).map(from_bits)
+}
+
 /// `f64_bits(x)`: the bits of `x` as a double when `x` is a number (an INTEGER is converted as
 /// SQLite converts it), NULL for anything else (text is not read as a number).
 unsafe extern "C" fn f64_bits(

@@ -126,14 +126,6 @@ fn decode_error(err: impl std::error::Error + Send + Sync + 'static) -> DbError 
     DbError::Sqlx(sqlx::Error::Decode(Box::new(err)))
 }
 
-/// Reads a number that a query spelled with `printf('%!.20e', x)`: twenty digits where SQLite's
-/// JSON numbers carry fifteen. SQLite's decimal conversion may still miss the last bit (of
-/// 1e-300 × 1.000000014, for one), as it may when a value is stored through `json_each`.
-fn decimal_f64<'de, D: serde::Deserializer<'de>>(decimal: D) -> Result<f64, D::Error> {
-    let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(decimal)?;
-    text.parse().map_err(serde::de::Error::custom)
-}
-
 /// `bytes` in upper-case hexadecimal, as SQLite's `unhex()` reads them: a plain loop, where the
 /// `hex` crate's encoder (a `char` at a time) was a few percent of ingest.
 fn to_hex(bytes: &[u8]) -> String {

@@ -60,6 +60,8 @@ impl DataVersion {
             .after_connect(move |conn: &mut SqliteConnection, _| {
                 let version = Arc::clone(&on_connect);
                 Box::pin(async move {
+                    // The writer reads values as the readers do (a merge's staged rows).
+                    super::f64_bits::register(conn).await?;
                     let mut handle = conn.lock_handle().await?;
                     let rows = Arc::clone(&version);
                     handle.set_update_hook(move |_| rows.row_changed());
