@@ -62,15 +62,11 @@ struct SeriesRow<'a> {
     d: &'static str,
 }
 
+/// A benchmark's measurements, `[name, [[metric, value, samples, hdr], ...]]`: the insert finds
+/// the benchmark once for all its metrics, and reads each measurement's fields by position. The
+/// samples are their stored encoding in hex (JSON has no bytes; SQL `unhex` restores them).
 #[derive(Serialize)]
-struct MeasurementRow<'a> {
-    b: &'a str,
-    m: &'a str,
-    v: f64,
-    /// The samples' stored encoding, in hex (JSON has no bytes; SQL `unhex` restores them).
-    x: String,
-    h: Option<&'a str>,
-}
+struct BenchmarkMeasurements<'a>(&'a str, Vec<(&'a str, f64, String, Option<&'a str>)>);
 
 fn batches(suites: &[SuiteUpload]) -> Batches {
     let keyed: Vec<(&str, &BenchmarkResult, String)> = (suites.iter())
@@ -81,9 +77,11 @@ fn batches(suites: &[SuiteUpload]) -> Batches {
         .collect();
     let mut benchmarks = Vec::with_capacity(keyed.len());
     let mut series = Vec::new();
-    let mut measurements = Vec::new();
+    let mut measurements = Vec::with_capacity(keyed.len());
+    let mut count = 0;
     for (suite, bench, key) in &keyed {
         benchmarks.push(BenchmarkRow { n: key, s: suite });
+        let mut metrics = Vec::with_capacity(bench.metrics.len());
         for metric in &bench.metrics {
             series.push(SeriesRow {
                 b: key,
@@ -91,17 +89,18 @@ fn batches(suites: &[SuiteUpload]) -> Batches {
                 u: &metric.unit,
                 d: metric.direction.as_str(),
             });
-            measurements.push(MeasurementRow {
-                b: key,
-                m: &metric.name,
-                v: metric.value,
-                x: to_hex(&crate::samples::encode(&metric.samples)),
-                h: metric.hdr.as_deref(),
-            });
+            metrics.push((
+                metric.name.as_str(),
+                metric.value,
+                to_hex(&crate::samples::encode(&metric.samples)),
+                metric.hdr.as_deref(),
+            ));
         }
+        count += metrics.len();
+        measurements.push(BenchmarkMeasurements(key, metrics));
     }
     Batches {
-        count: measurements.len(),
+        count,
         benchmarks: to_json(&benchmarks),
         series: to_json(&series),
         measurements: to_json(&measurements),
@@ -345,10 +344,11 @@ async fn insert_measurements(
 ) -> Result<usize, DbError> {
     let inserted = sqlx::query!(
         r#"INSERT INTO measurements_staged (run_id, series_id, commit_id, value, samples, hdr)
-           SELECT ?, s.id, ?, j.value ->> '$.v', unhex(j.value ->> '$.x'), j.value ->> '$.h'
+           SELECT ?, s.id, ?, m.value ->> 1, unhex(m.value ->> 2), m.value ->> 3
            FROM jsonb_each(?) AS j
-           CROSS JOIN benchmarks b ON b.repository_id = ? AND b.name = j.value ->> '$.b'
-           CROSS JOIN series s ON s.benchmark_id = b.id AND s.metric = j.value ->> '$.m'
+           CROSS JOIN benchmarks b ON b.repository_id = ? AND b.name = j.value ->> 0
+           CROSS JOIN jsonb_each(j.value, '$[1]') AS m
+           CROSS JOIN series s ON s.benchmark_id = b.id AND s.metric = m.value ->> 0
                         AND s.machine_id = ?
            WHERE true
            ON CONFLICT (commit_id, series_id, run_id) DO NOTHING"#,
