@@ -1,9 +1,9 @@
-//! `f64_bits(x)`: an SQL function of the reader connections that hands a stored number to this
-//! process as the 64 bits of its IEEE 754 double, spelled as an integer. SQLite spells a REAL
-//! in decimal only through its printf (`%!.20e`: double-double arithmetic, about 600 ns a value
-//! on this project's machine, a third of the time a benchmark page's window read took), and
-//! its fifteen-digit default loses bits; an integer is spelled in a few nanoseconds and read
-//! back to the bit ([`from_bits`]).
+//! `f64_bits(x)`: an SQL function of kymo's connections (the readers' and the writer's) that
+//! hands a stored number to this process as the 64 bits of its IEEE 754 double, spelled as an
+//! integer. SQLite spells a REAL in decimal only through its printf (`%!.20e`: double-double
+//! arithmetic, 4 % of a benchmark page's time and of ingest's, whose merges read each staged
+//! value), and its fifteen-digit default loses bits; an integer is spelled in a few
+//! nanoseconds and read back to the bit ([`from_bits`]).
 //!
 //! sqlx has no API for SQL functions, so this module calls SQLite's C interface on the
 //! connection sqlx opened (`sqlite3_create_function_v2`), the one `unsafe` of the database

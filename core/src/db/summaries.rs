@@ -40,8 +40,8 @@ pub(super) async fn absorb_merge(
 ) -> Result<(), DbError> {
     // One row of JSON rather than a row a measurement: a merge moves some 200,000, and handing
     // each from SQLite's thread to this task cost more than the rest of the merge's summaries.
-    // Values as their bits (`f64_bits.rs`: exact, and a tenth of the merge's time when SQLite
-    // spelled them in decimal); not the checked macro, which knows no such function.
+    // Values as their bits (`f64_bits.rs`: exact, and no decimal digits for SQLite to spell);
+    // not the checked macro, which knows no such function.
     let json: String = sqlx::query_scalar(
         r#"SELECT json_group_array(json_array(z.series_id, c.position, f64_bits(z.value),
                                               z.run_id))
