@@ -206,15 +206,18 @@ impl Db {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let version = Arc::default();
-        let writer = version::DataVersion::watch(&version, SqlitePoolOptions::new())
-            .max_connections(1)
-            .connect_with(
-                (options.clone())
-                    .pragma("cache_size", WRITER_CACHE_SIZE)
-                    .pragma("wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
-                    .pragma("temp_store", WRITER_TEMP_STORE),
-            )
-            .await?;
+        // Both pools' connections get the SQL functions kymo's queries call.
+        let writer = version::DataVersion::watch(&version, SqlitePoolOptions::new(), |conn| {
+            Box::pin(f64_bits::register(conn))
+        })
+        .max_connections(1)
+        .connect_with(
+            (options.clone())
+                .pragma("cache_size", WRITER_CACHE_SIZE)
+                .pragma("wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
+                .pragma("temp_store", WRITER_TEMP_STORE),
+        )
+        .await?;
         sqlx::migrate!("../migrations").run(&writer).await?;
         samples_conversion::convert_text_samples(&writer).await?;
         summaries::build_pending(&writer).await?;

@@ -147,9 +147,7 @@ impl Db {
             };
             let points = (window.into_iter())
                 .map(|Candidate { commit, run }| {
-                    let mut point = WindowRun::of(commit, &run)?;
-                    point.environment = environments.get(&run.run_id).cloned();
-                    point.with_environment()
+                    WindowRun::of(commit, &run)?.with_environment(&environments)
                 })
                 .collect::<Result<_, DbError>>()?;
             read.push(points);

@@ -23,6 +23,10 @@ use sqlx::SqliteConnection;
 use sqlx::pool::PoolConnectionMetadata;
 use sqlx::sqlite::SqlitePoolOptions;
 
+/// What sqlx's connection callbacks return (its `BoxFuture`).
+pub(super) type Setup<'c> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), sqlx::Error>> + Send + 'c>>;
+
 /// Shared by the writer pool's hooks and by readers of the version.
 #[derive(Debug, Default)]
 pub(super) struct DataVersion {
@@ -52,16 +56,25 @@ impl DataVersion {
         }
     }
 
-    /// The writer pool's options with the hooks that move `version`.
-    pub(super) fn watch(version: &Arc<Self>, options: SqlitePoolOptions) -> SqlitePoolOptions {
+    /// The writer pool's options with the hooks that move `version`: each new connection of
+    /// the pool gets `setup` (its SQL functions), then the hooks.
+    pub(super) fn watch<F>(
+        version: &Arc<Self>,
+        options: SqlitePoolOptions,
+        setup: F,
+    ) -> SqlitePoolOptions
+    where
+        F: for<'c> Fn(&'c mut SqliteConnection) -> Setup<'c> + Send + Sync + 'static,
+    {
         let on_connect = Arc::clone(version);
         let on_release = Arc::clone(version);
+        let setup = Arc::new(setup);
         options
             .after_connect(move |conn: &mut SqliteConnection, _| {
                 let version = Arc::clone(&on_connect);
+                let setup = Arc::clone(&setup);
                 Box::pin(async move {
-                    // The writer reads values as the readers do (a merge's staged rows).
-                    super::f64_bits::register(conn).await?;
+                    setup(conn).await?;
                     let mut handle = conn.lock_handle().await?;
                     let rows = Arc::clone(&version);
                     handle.set_update_hook(move |_| rows.row_changed());

@@ -27,23 +27,11 @@ pub struct WindowPoint {
     pub environment: EnvironmentPoint,
 }
 
-/// What a window read brings besides each point's commit and value.
-#[derive(Debug, Clone, Copy)]
-struct Reading {
-    /// The samples (a chart that thins its points draws none, and decoding them is most of a
-    /// point's cost).
-    samples: bool,
-    /// The kernel and toolchain of each point's run.
-    environment: bool,
-}
-
 /// A run of a window, decoded.
 pub(super) struct WindowRun {
     pub(super) staged: bool,
     pub(super) run_id: i64,
     pub(super) point: SeriesPoint,
-    /// Kernel and toolchain, when read.
-    pub(super) environment: Option<Environment>,
 }
 
 impl WindowRun {
@@ -57,7 +45,7 @@ impl WindowRun {
         WindowRun::of(&commit, &run?)
     }
 
-    /// `run` of `commit` as a window holds it: its samples decoded, without its environment.
+    /// `run` of `commit` as a window holds it: its samples decoded.
     pub(super) fn of(commit: &CommitLine<'_>, run: &RunField<'_>) -> Result<WindowRun, DbError> {
         let bytes = unhex(run.hex)?;
         let samples = Samples(crate::samples::decode(&bytes).map_err(decode_error)?);
@@ -71,13 +59,16 @@ impl WindowRun {
                 value: run.value,
                 samples,
             },
-            environment: None,
         })
     }
 
-    /// The point with its run's kernel and toolchain, which the read must have asked for.
-    pub(super) fn with_environment(self) -> Result<WindowPoint, DbError> {
-        let (kernel, toolchain) = self.environment.ok_or_else(|| {
+    /// The point with its run's kernel and toolchain, from `environments`
+    /// ([`Db::run_environments`] of the window's runs).
+    pub(super) fn with_environment(
+        self,
+        environments: &HashMap<i64, Environment>,
+    ) -> Result<WindowPoint, DbError> {
+        let (kernel, toolchain) = environments.get(&self.run_id).cloned().ok_or_else(|| {
             decode_error(std::io::Error::other("a run read without its environment"))
         })?;
         Ok(WindowPoint {
@@ -105,11 +96,7 @@ impl Db {
         limit: i64,
         until: Option<i64>,
     ) -> Result<Vec<SeriesPoint>, DbError> {
-        let reading = Reading {
-            samples: true,
-            environment: false,
-        };
-        let runs = self.window_rows(series_id, limit, until, reading).await?;
+        let runs = self.window_rows(series_id, limit, until, true).await?;
         Ok(runs.into_iter().map(|run| run.point).collect())
     }
 
@@ -123,12 +110,13 @@ impl Db {
         until: Option<i64>,
         with_samples: bool,
     ) -> Result<Vec<WindowPoint>, DbError> {
-        let reading = Reading {
-            samples: with_samples,
-            environment: true,
-        };
-        let runs = self.window_rows(series_id, limit, until, reading).await?;
-        runs.into_iter().map(WindowRun::with_environment).collect()
+        let runs = self
+            .window_rows(series_id, limit, until, with_samples)
+            .await?;
+        let environments = self.run_environments(runs.iter().map(|r| r.run_id)).await?;
+        (runs.into_iter())
+            .map(|run| run.with_environment(&environments))
+            .collect()
     }
 
     /// The winning run of each of the newest `limit` measured commits up to `until`, oldest
@@ -138,7 +126,7 @@ impl Db {
         series_id: i64,
         limit: i64,
         until: Option<i64>,
-        reading: Reading,
+        with_samples: bool,
     ) -> Result<Vec<WindowRun>, DbError> {
         let mut until = until.unwrap_or(i64::MAX);
         // A few runs more than commits: the commit a walk stops on is read again, and a
@@ -147,7 +135,9 @@ impl Db {
         let mut wanted = limit + limit / 64 + 2;
         let mut best: BTreeMap<i64, WindowRun> = BTreeMap::new();
         loop {
-            let runs = self.window_runs(series_id, wanted, until, reading).await?;
+            let runs = self
+                .window_runs(series_id, wanted, until, with_samples)
+                .await?;
             let merged = runs.iter().filter(|r| !r.staged).count() as i64;
             // The walk stopped on a commit whose later runs it may not have reached: that
             // commit is read again whole by the next walk, if one is needed.
@@ -180,14 +170,7 @@ impl Db {
             wanted *= 2;
         }
         let keep = best.len().saturating_sub(limit as usize);
-        let mut window: Vec<WindowRun> = best.into_values().skip(keep).collect();
-        if reading.environment {
-            let environments = (self.run_environments(window.iter().map(|r| r.run_id))).await?;
-            for run in &mut window {
-                run.environment = environments.get(&run.run_id).cloned();
-            }
-        }
-        Ok(window)
+        Ok(best.into_values().skip(keep).collect())
     }
 
     /// One walk down the branch from `until`: every staged run of the series' staged commits,
@@ -197,11 +180,11 @@ impl Db {
         series_id: i64,
         rows: i64,
         until: i64,
-        reading: Reading,
+        with_samples: bool,
     ) -> Result<Vec<WindowRun>, DbError> {
         // One row of text, a line a run (`window_lines.rs`), rather than a row a run: handing
         // each of a window's 1,000 rows from SQLite's thread to this task cost more than
-        // finding it. The environments are read apart, once a run of the window. Not the
+        // finding it. The environments are read apart (`run_environments`). Not the
         // checked macro: `f64_bits` exists only on this process's connections.
         let text: String = sqlx::query_scalar(
             r#"SELECT coalesce(group_concat(printf('%d %d %d %s;%d %d %d %s', staged,
@@ -229,7 +212,7 @@ impl Db {
         .bind(series_id)
         .bind(until)
         .bind(rows)
-        .bind(reading.samples)
+        .bind(with_samples)
         .fetch_one(&self.reader)
         .await?;
         (text.split('\n').filter(|line| !line.is_empty()))
