@@ -15,7 +15,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
@@ -74,6 +74,16 @@ fn raise_descriptor_limit() -> u64 {
     limit.rlim_cur
 }
 
+/// Turns off Nagle's algorithm on an accepted connection. A streamed answer (the series API,
+/// the exports) is written in pieces, and with Nagle a small piece after the first waited for
+/// the client's delayed acknowledgement: the series API of 100 points took 44 ms under `wrk`
+/// and 0.3 ms with the pieces sent at once.
+fn send_at_once(stream: &TcpStream) {
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(error = %err, "cannot turn off Nagle's algorithm");
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` completes, then lets requests in flight finish
 /// (for at most [`SHUTDOWN_GRACE`]).
 pub async fn serve(
@@ -99,6 +109,7 @@ pub async fn serve(
                 continue;
             }
         };
+        send_at_once(&stream);
         let Ok(permit) = permits.clone().try_acquire_owned() else {
             tracing::warn!(%peer, limit = limits.max_connections, "too many connections; closing a new one");
             drop(stream);
@@ -130,4 +141,20 @@ pub async fn serve(
         tracing::warn!("requests still running after the grace period were dropped");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_accepted_connection_sends_each_write_at_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let client = TcpStream::connect(address);
+        let ((stream, _), _client) = tokio::try_join!(listener.accept(), client).unwrap();
+        assert!(!stream.nodelay().unwrap());
+        send_at_once(&stream);
+        assert!(stream.nodelay().unwrap());
+    }
 }
