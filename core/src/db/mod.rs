@@ -26,7 +26,6 @@ mod regressions;
 mod repos;
 mod samples_conversion;
 mod sensitivity;
-mod shared_windows;
 mod staging;
 mod summaries;
 mod summary_reads;

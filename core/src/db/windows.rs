@@ -1,20 +1,25 @@
-//! A window of one series' history read point by point: the newest points up to a commit,
-//! found by walking the tracked branch down from that commit (the index on commit positions)
-//! and seeking each commit's measurements of the series. The walk stops once it has the points
-//! asked for, so what it reads follows the window, not the history: at 100,000 commits the
-//! newest 1,000 cost what they cost at 1,000 (RELIABILITY.md, "Pages at any history"). A
-//! window too wide to draw point by point is read from the series' summaries instead
-//! (`summaries.rs`).
+//! Windows of series' history read point by point: the newest points up to a commit, found by
+//! walking the tracked branch down from that commit (the index on commit positions) a stretch
+//! at a time and reading the series' runs at the commits of each stretch. The walk stops once
+//! every series has the points asked for, so what it reads follows the window, not the
+//! history: at 100,000 commits the newest 1,000 cost what they cost at 1,000 (RELIABILITY.md,
+//! "Pages at any history"). A window too wide to draw point by point is read from the series'
+//! summaries instead (`summaries.rs`).
+//!
+//! A stretch's runs are read as one range of commit ids when its commits' ids lie close
+//! together, as they do when a repository's commits were recorded in history order: the
+//! measurements are clustered by series, then commit, so the range is a few consecutive pages
+//! of each series, where one seek a commit and series walked the index from its root each
+//! time. Commits whose ids lie far apart are read by their ids.
 //!
 //! Which run wins is as everywhere (`staging.rs`): the newest staged run of a (series, commit)
-//! when there is one, the newest merged run otherwise. The query hands back every run of the
-//! commits it walks and the newest is chosen here: a correlated `max(run_id)` per commit cost
-//! SQLite more than the rest of the walk.
+//! when there is one, the newest merged run otherwise. The queries hand back every run of the
+//! stretch's commits and the winners are chosen here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use super::pages::{Environment, EnvironmentPoint, SeriesPoint};
-use super::window_lines::{CommitLine, RunField, malformed};
+use super::window_lines::{RunLine, WalkCommit, malformed};
 use super::{Db, DbError, decode_error, unhex};
 use crate::model::Direction;
 use crate::samples::Samples;
@@ -28,29 +33,17 @@ pub struct WindowPoint {
 }
 
 /// A run of a window, decoded.
-pub(super) struct WindowRun {
-    pub(super) staged: bool,
-    pub(super) run_id: i64,
-    pub(super) point: SeriesPoint,
+struct WindowRun {
+    run_id: i64,
+    point: SeriesPoint,
 }
 
 impl WindowRun {
-    /// The run of a line of a window's text, which names one commit and one run.
-    fn read(line: &str) -> Result<WindowRun, DbError> {
-        let commit = CommitLine::parse(line)?;
-        let mut runs = commit.runs();
-        let (Some(run), None) = (runs.next(), runs.next()) else {
-            return Err(malformed("line of other than one run", line));
-        };
-        WindowRun::of(&commit, &run?)
-    }
-
-    /// `run` of `commit` as a window holds it: its samples decoded.
-    pub(super) fn of(commit: &CommitLine<'_>, run: &RunField<'_>) -> Result<WindowRun, DbError> {
+    /// `run` at `commit` as a window holds it: its samples decoded.
+    fn of(commit: &WalkCommit<'_>, run: &RunLine<'_>) -> Result<WindowRun, DbError> {
         let bytes = unhex(run.hex)?;
         let samples = Samples(crate::samples::decode(&bytes).map_err(decode_error)?);
         Ok(WindowRun {
-            staged: commit.staged,
             run_id: run.run_id,
             point: SeriesPoint {
                 position: commit.position,
@@ -64,7 +57,7 @@ impl WindowRun {
 
     /// The point with its run's kernel and toolchain, from `environments`
     /// ([`Db::run_environments`] of the window's runs).
-    pub(super) fn with_environment(
+    fn with_environment(
         self,
         environments: &HashMap<i64, Environment>,
     ) -> Result<WindowPoint, DbError> {
@@ -80,11 +73,27 @@ impl WindowRun {
             point: self.point,
         })
     }
+}
 
-    /// Which of two runs of one commit wins: a staged one, then the newer.
-    pub(super) fn rank(&self) -> (bool, i64) {
-        (self.staged, self.run_id)
+/// A run of one of the series at a commit of the walk, still as text: only the winners in a
+/// window are decoded.
+struct Candidate<'a> {
+    commit: &'a WalkCommit<'a>,
+    run: RunLine<'a>,
+}
+
+impl Candidate<'_> {
+    /// Its commit's position, then its rank there: staged, then the newer run.
+    fn key(&self) -> (i64, bool, i64) {
+        (self.commit.position, self.run.staged, self.run.run_id)
     }
+}
+
+/// Whether the runs of commits with ids from `low` to `high` are read as that one range:
+/// when it holds few more ids than the `commits` of the stretch (the others are commits off
+/// the branch or of other repositories, whose runs, if any, are read and left).
+fn read_as_range(low: i64, high: i64, commits: usize) -> bool {
+    high.saturating_sub(low) < 4 * commits as i64 + 64
 }
 
 impl Db {
@@ -96,8 +105,8 @@ impl Db {
         limit: i64,
         until: Option<i64>,
     ) -> Result<Vec<SeriesPoint>, DbError> {
-        let runs = self.window_rows(series_id, limit, until, true).await?;
-        Ok(runs.into_iter().map(|run| run.point).collect())
+        let runs = self.window_runs(&[series_id], limit, until, true).await?;
+        Ok((runs.into_iter().flatten()).map(|run| run.point).collect())
     }
 
     /// The newest `limit` points of a series up to position `until` (the head when `None`),
@@ -110,114 +119,188 @@ impl Db {
         until: Option<i64>,
         with_samples: bool,
     ) -> Result<Vec<WindowPoint>, DbError> {
-        let runs = self
-            .window_rows(series_id, limit, until, with_samples)
-            .await?;
-        let environments = self.run_environments(runs.iter().map(|r| r.run_id)).await?;
-        (runs.into_iter())
-            .map(|run| run.with_environment(&environments))
-            .collect()
+        let windows = (self.series_windows(&[series_id], limit, until, with_samples)).await?;
+        Ok(windows.into_iter().flatten().collect())
     }
 
-    /// The winning run of each of the newest `limit` measured commits up to `until`, oldest
-    /// first.
-    async fn window_rows(
+    /// [`Db::series_window`] of each of `series` (ids of one repository), in the same order,
+    /// read in one walk: a benchmark page draws each of its metrics over the newest commits,
+    /// and its series are measured by the same runs.
+    pub async fn series_windows(
         &self,
-        series_id: i64,
+        series: &[i64],
         limit: i64,
         until: Option<i64>,
         with_samples: bool,
-    ) -> Result<Vec<WindowRun>, DbError> {
-        let mut until = until.unwrap_or(i64::MAX);
-        // A few runs more than commits: the commit a walk stops on is read again, and a
-        // commit measured again takes a run of its own.
-        let limit = limit.max(0);
-        let mut wanted = limit + limit / 64 + 2;
-        let mut best: BTreeMap<i64, WindowRun> = BTreeMap::new();
-        loop {
-            let runs = self
-                .window_runs(series_id, wanted, until, with_samples)
-                .await?;
-            let merged = runs.iter().filter(|r| !r.staged).count() as i64;
-            // The walk stopped on a commit whose later runs it may not have reached: that
-            // commit is read again whole by the next walk, if one is needed.
-            let cut = (merged == wanted)
-                .then(|| {
-                    (runs.iter().filter(|r| !r.staged))
-                        .map(|r| r.point.position)
-                        .min()
-                })
-                .flatten();
-            for run in runs {
-                let position = run.point.position;
-                if !run.staged && Some(position) == cut {
-                    continue;
-                }
-                match best.get(&position) {
-                    Some(held) if held.rank() >= run.rank() => {}
-                    _ => {
-                        best.insert(position, run);
-                    }
-                }
-            }
-            let Some(cut) = cut else { break };
-            let settled = best.range(cut + 1..).count() as i64;
-            if settled >= limit {
-                break;
-            }
-            // Several runs of one commit filled the walk: walk again from it, further.
-            until = cut;
-            wanted *= 2;
-        }
-        let keep = best.len().saturating_sub(limit as usize);
-        Ok(best.into_values().skip(keep).collect())
+    ) -> Result<Vec<Vec<WindowPoint>>, DbError> {
+        let windows = self.window_runs(series, limit, until, with_samples).await?;
+        let run_ids = windows.iter().flatten().map(|run| run.run_id);
+        let environments = self.run_environments(run_ids).await?;
+        (windows.into_iter())
+            .map(|runs| {
+                (runs.into_iter())
+                    .map(|run| run.with_environment(&environments))
+                    .collect()
+            })
+            .collect()
     }
 
-    /// One walk down the branch from `until`: every staged run of the series' staged commits,
-    /// and the merged runs of the newest commits, `rows` runs at most.
+    /// The winning run of each of the newest `limit` measured commits up to `until` of each
+    /// of `series`, oldest first. The walk goes down the branch a stretch at a time, each
+    /// twice the last, until every series has its `limit` points or the walk has reached the
+    /// root; a stretch's runs are read only for the series still short.
     async fn window_runs(
         &self,
-        series_id: i64,
-        rows: i64,
-        until: i64,
+        series: &[i64],
+        limit: i64,
+        until: Option<i64>,
         with_samples: bool,
-    ) -> Result<Vec<WindowRun>, DbError> {
-        // One row of text, a line a run (`window_lines.rs`), rather than a row a run: handing
-        // each of a window's 1,000 rows from SQLite's thread to this task cost more than
-        // finding it. The environments are read apart (`run_environments`). Not the
-        // checked macro: `f64_bits` exists only on this process's connections.
-        let text: String = sqlx::query_scalar(
-            r#"SELECT coalesce(group_concat(printf('%d %d %d %s;%d %d %d %s', staged,
-                          position, committed_at, sha, ?1, f64_bits(value), run_id,
-                          CASE WHEN ?4 THEN hex(samples) ELSE '' END), char(10)), '')
-               FROM (SELECT 1 AS staged, c.position, c.sha, c.committed_at, x.value,
-                            x.samples, x.run_id
+    ) -> Result<Vec<Vec<WindowRun>>, DbError> {
+        let limit = usize::try_from(limit).unwrap_or(0);
+        // Newest first while the walk goes down; turned round at the end.
+        let mut windows: Vec<Vec<WindowRun>> = series.iter().map(|_| Vec::new()).collect();
+        let Some(&first) = series.first() else {
+            return Ok(windows);
+        };
+        let mut until = until.unwrap_or(i64::MAX);
+        // A few commits more than points: some commits of a stretch may be unmeasured.
+        let mut stretch = limit + limit / 64 + 2;
+        loop {
+            let short: HashMap<i64, usize> = (series.iter().enumerate())
+                .filter(|(i, _)| windows[*i].len() < limit)
+                .map(|(i, id)| (*id, i))
+                .collect();
+            if short.is_empty() {
+                break;
+            }
+            let walk = self.walk(first, until, stretch).await?;
+            let commits = (walk.split('\n').filter(|line| !line.is_empty()))
+                .map(WalkCommit::parse)
+                .collect::<Result<Vec<_>, _>>()?;
+            let Some(lowest) = commits.iter().map(|c| c.position).min() else {
+                break;
+            };
+            let text = self.stretch_runs(&short, &commits, with_samples).await?;
+            let at: HashMap<i64, &WalkCommit<'_>> = commits.iter().map(|c| (c.id, c)).collect();
+            let mut found: Vec<Vec<Candidate<'_>>> = series.iter().map(|_| Vec::new()).collect();
+            for line in text.split('\n').filter(|line| !line.is_empty()) {
+                let run = RunLine::parse(line)?;
+                if let (Some(commit), Some(&i)) =
+                    (at.get(&run.commit_id), short.get(&run.series_id))
+                {
+                    found[i].push(Candidate { commit, run });
+                }
+            }
+            for (window, mut runs) in windows.iter_mut().zip(found) {
+                runs.sort_unstable_by_key(Candidate::key);
+                // The last run of each position is its winner.
+                runs.dedup_by(|later, earlier| {
+                    let same = later.commit.position == earlier.commit.position;
+                    if same {
+                        std::mem::swap(later, earlier);
+                    }
+                    same
+                });
+                let wanted = limit.saturating_sub(window.len());
+                for candidate in runs.iter().rev().take(wanted) {
+                    window.push(WindowRun::of(candidate.commit, &candidate.run)?);
+                }
+            }
+            if commits.len() < stretch {
+                // The walk reached the root.
+                break;
+            }
+            until = lowest - 1;
+            stretch = stretch.saturating_mul(2);
+        }
+        windows.iter_mut().for_each(|window| window.reverse());
+        Ok(windows)
+    }
+
+    /// The newest `count` commits of the tracked branch of `series`' repository up to
+    /// position `until`, a line each (`WalkCommit`).
+    async fn walk(&self, series: i64, until: i64, count: usize) -> Result<String, DbError> {
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        Ok(sqlx::query_scalar!(
+            r#"SELECT coalesce(group_concat(printf('%d %d %d %s', id, position, committed_at, sha),
+                                            char(10)), '') AS "text!: String"
+               FROM (SELECT c.id, c.position, c.committed_at, c.sha FROM commits c
+                     WHERE c.repository_id = (SELECT b.repository_id FROM series s
+                                              JOIN benchmarks b ON b.id = s.benchmark_id
+                                              WHERE s.id = ?1)
+                       AND c.position IS NOT NULL AND c.position <= ?2
+                     ORDER BY c.position DESC LIMIT ?3)"#,
+            series,
+            until,
+            count
+        )
+        .fetch_one(&self.reader)
+        .await?)
+    }
+
+    /// Every run, staged and merged, of the `series` (ids) at `commits`, a line each
+    /// (`RunLine`); runs at other commits may come too. Not the checked macro: `f64_bits`
+    /// exists only on this process's connections.
+    async fn stretch_runs(
+        &self,
+        series: &HashMap<i64, usize>,
+        commits: &[WalkCommit<'_>],
+        with_samples: bool,
+    ) -> Result<String, DbError> {
+        let series: Vec<i64> = series.keys().copied().collect();
+        let series = serde_json::to_string(&series).map_err(decode_error)?;
+        let ids = commits.iter().map(|c| c.id);
+        let (low, high) = (ids.clone().min(), ids.max());
+        let (Some(low), Some(high)) = (low, high) else {
+            return Ok(String::new());
+        };
+        // The staged runs are found through the staged commits (`staged_commits`): a seek
+        // each, where a range of commit ids over the staged table would read every series'
+        // staged runs of those commits.
+        let query = if read_as_range(low, high, commits.len()) {
+            sqlx::query_scalar(
+                r#"SELECT coalesce(group_concat(line, char(10)), '') FROM (
+                     SELECT printf('0 %d %d %d %d %s', x.series_id, x.commit_id,
+                                   f64_bits(x.value), x.run_id,
+                                   CASE WHEN ?4 THEN hex(x.samples) ELSE '' END) AS line
+                     FROM measurements x
+                     WHERE x.series_id IN (SELECT value FROM json_each(?1))
+                       AND x.commit_id BETWEEN ?2 AND ?3
+                     UNION ALL
+                     SELECT printf('1 %d %d %d %d %s', x.series_id, x.commit_id,
+                                   f64_bits(x.value), x.run_id,
+                                   CASE WHEN ?4 THEN hex(x.samples) ELSE '' END)
                      FROM staged_commits k
                      CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id
-                          AND x.series_id = ?1
-                     JOIN commits c ON c.id = x.commit_id
-                     WHERE c.position IS NOT NULL AND c.position <= ?2
+                          AND x.series_id IN (SELECT value FROM json_each(?1))
+                     WHERE k.commit_id BETWEEN ?2 AND ?3)"#,
+            )
+            .bind(series)
+            .bind(low)
+            .bind(high)
+        } else {
+            let ids: Vec<i64> = commits.iter().map(|c| c.id).collect();
+            sqlx::query_scalar(
+                r#"SELECT coalesce(group_concat(line, char(10)), '') FROM (
+                     SELECT printf('0 %d %d %d %d %s', x.series_id, x.commit_id,
+                                   f64_bits(x.value), x.run_id,
+                                   CASE WHEN ?4 THEN hex(x.samples) ELSE '' END) AS line
+                     FROM measurements x
+                     WHERE x.series_id IN (SELECT value FROM json_each(?1))
+                       AND x.commit_id IN (SELECT value FROM json_each(?2))
                      UNION ALL
-                     SELECT * FROM (
-                        SELECT 0, c.position, c.sha, c.committed_at, x.value, x.samples,
-                               x.run_id
-                        FROM commits c
-                        JOIN measurements x ON x.series_id = ?1 AND x.commit_id = c.id
-                        WHERE c.repository_id = (SELECT b.repository_id FROM series s
-                                                 JOIN benchmarks b ON b.id = s.benchmark_id
-                                                 WHERE s.id = ?1)
-                          AND c.position IS NOT NULL AND c.position <= ?2
-                        ORDER BY c.position DESC LIMIT ?3))"#,
-        )
-        .bind(series_id)
-        .bind(until)
-        .bind(rows)
-        .bind(with_samples)
-        .fetch_one(&self.reader)
-        .await?;
-        (text.split('\n').filter(|line| !line.is_empty()))
-            .map(WindowRun::read)
-            .collect()
+                     SELECT printf('1 %d %d %d %d %s', x.series_id, x.commit_id,
+                                   f64_bits(x.value), x.run_id,
+                                   CASE WHEN ?4 THEN hex(x.samples) ELSE '' END)
+                     FROM measurements_staged x
+                     WHERE x.commit_id IN (SELECT value FROM json_each(?2))
+                       AND x.series_id IN (SELECT value FROM json_each(?1)))"#,
+            )
+            .bind(series)
+            .bind(serde_json::to_string(&ids).map_err(decode_error)?)
+            .bind(0)
+        };
+        Ok(query.bind(with_samples).fetch_one(&self.reader).await?)
     }
 
     /// The kernel and toolchain of each of `runs`, each environment read once with the ids of

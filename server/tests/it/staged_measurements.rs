@@ -455,60 +455,115 @@ async fn every_window_over_commits_measured_many_times_shows_each_commits_latest
     }
 }
 
-/// A benchmark page reads its series in one walk (`Db::series_windows`): each window is what
-/// the series' own walk reads, for every limit and end, over commits measured 1–5 times,
-/// staged and merged, the oldest measured again and staged, and a series measured at only some
-/// commits (its window reaches further back than the walk, and is read again alone).
-#[tokio::test]
-async fn windows_read_together_equal_each_series_read_alone() {
-    let app = TestApp::new().await;
-    let (_repo, shas) = app.tracked_repository(8).await;
-    let runs = [1, 4, 1, 3, 5, 2, 1, 2];
-    for (position, (sha, count)) in shas.iter().zip(runs).enumerate() {
-        for run in 1..=count {
-            let level = (10 * position + run) as f64;
-            let mut upload = upload(sha, level);
-            if position % 3 != 0 {
-                // `render` measured at positions 0, 3 and 6 only.
-                let benchmarks = &mut upload["suites"][0]["results"]["benchmarks"];
-                benchmarks.as_array_mut().unwrap().pop();
-            }
-            let (status, answer) = app.post("/api/v1/repos/r/results", &upload).await;
-            assert_eq!(status, StatusCode::CREATED, "{answer}");
+/// Every point of `series` up to position `until` as (position, sha, value): each commit's
+/// winning run (staged, then the newest), the newest `limit`, read the plain way: every row of
+/// both tables.
+async fn window_read_whole(
+    pool: &SqlitePool,
+    series: i64,
+    limit: i64,
+    until: Option<i64>,
+) -> Vec<(i64, String, f64)> {
+    let rows: Vec<(i64, String, bool, i64, f64)> = sqlx::query_as(
+        "SELECT c.position, c.sha, x.staged, x.run_id, x.value
+         FROM (SELECT commit_id, run_id, value, 1 AS staged FROM measurements_staged
+               WHERE series_id = ?1
+               UNION ALL
+               SELECT commit_id, run_id, value, 0 FROM measurements WHERE series_id = ?1) x
+         JOIN commits c ON c.id = x.commit_id
+         WHERE c.position IS NOT NULL",
+    )
+    .bind(series)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let mut winners = std::collections::BTreeMap::new();
+    for (position, sha, staged, run, value) in rows {
+        if until.is_some_and(|u| position > u) {
+            continue;
         }
-        if position % 2 == 0 {
-            app.state.db.merge_staged().await.unwrap();
+        let held = winners
+            .entry(position)
+            .or_insert((false, i64::MIN, sha, value));
+        if (staged, run) > (held.0, held.1) {
+            (held.0, held.1, held.3) = (staged, run, value);
         }
     }
-    // The oldest commit measured again, staged: older than merged points the walk may not read.
-    store(&app, &shas[0], 1.5).await;
-    let db = &app.state.db;
-    let repository = db.repository("r").await.unwrap().id;
-    let series: Vec<i64> = (db.series(repository, None, None, None).await.unwrap())
-        .iter()
-        .map(|s| s.id)
+    let points: Vec<(i64, String, f64)> = (winners.into_iter())
+        .map(|(position, (_, _, sha, value))| (position, sha, value))
         .collect();
-    assert_eq!(series.len(), 3);
-    for until in [None, Some(0), Some(2), Some(4), Some(5), Some(7)] {
-        for limit in 0..=9_i64 {
-            for with_samples in [false, true] {
-                let together = db.series_windows(&series, limit, until, with_samples).await;
-                let together = together.unwrap();
-                for (id, window) in series.iter().zip(&together) {
-                    let alone = db.series_window(*id, limit, until, with_samples).await;
-                    assert_eq!(
-                        window,
-                        &alone.unwrap(),
-                        "series {id}, the newest {limit} up to {until:?}"
-                    );
+    let keep = points.len().saturating_sub(limit.max(0) as usize);
+    points[keep..].to_vec()
+}
+
+/// A benchmark page reads its series in one walk (`Db::series_windows`). Each window is what
+/// a plain read of every row gives, for every limit and end, over commits measured 1–5 times,
+/// staged and merged, the oldest measured again and staged, and a series measured at only
+/// some commits (its walk goes further down than the others'); with the commits' ids close
+/// together (their runs read as a range of ids) and far apart (read by their ids).
+#[tokio::test]
+async fn windows_read_together_equal_every_row_read_plainly() {
+    for ids_apart in [false, true] {
+        let app = TestApp::new().await;
+        let (_repo, shas) = app.tracked_repository(8).await;
+        let pool = raw_pool(&app).await;
+        if ids_apart {
+            // Nothing refers to the commits yet.
+            sqlx::query("UPDATE commits SET id = id * 1000")
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        let runs = [1, 4, 1, 3, 5, 2, 1, 2];
+        for (position, (sha, count)) in shas.iter().zip(runs).enumerate() {
+            for run in 1..=count {
+                let level = (10 * position + run) as f64;
+                let mut upload = upload(sha, level);
+                if position % 3 != 0 {
+                    // `render` measured at positions 0, 3 and 6 only.
+                    let benchmarks = &mut upload["suites"][0]["results"]["benchmarks"];
+                    benchmarks.as_array_mut().unwrap().pop();
+                }
+                let (status, answer) = app.post("/api/v1/repos/r/results", &upload).await;
+                assert_eq!(status, StatusCode::CREATED, "{answer}");
+            }
+            if position % 2 == 0 {
+                app.state.db.merge_staged().await.unwrap();
+            }
+        }
+        // The oldest commit measured again, staged: older than merged points the walk may not
+        // read.
+        store(&app, &shas[0], 1.5).await;
+        let db = &app.state.db;
+        let repository = db.repository("r").await.unwrap().id;
+        let series: Vec<i64> = (db.series(repository, None, None, None).await.unwrap())
+            .iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(series.len(), 3);
+        for until in [None, Some(0), Some(2), Some(4), Some(5), Some(7)] {
+            for limit in 0..=9_i64 {
+                for with_samples in [false, true] {
+                    let together = db.series_windows(&series, limit, until, with_samples).await;
+                    for (id, window) in series.iter().zip(together.unwrap()) {
+                        let seen: Vec<(i64, String, f64)> = (window.into_iter())
+                            .map(|p| (p.point.position, p.point.sha, p.point.value))
+                            .collect();
+                        assert_eq!(
+                            seen,
+                            window_read_whole(&pool, *id, limit, until).await,
+                            "series {id}, the newest {limit} up to {until:?}, ids apart: {ids_apart}"
+                        );
+                    }
                 }
             }
         }
+        assert!(
+            db.series_windows(&[], 5, None, false)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        pool.close().await;
     }
-    assert!(
-        db.series_windows(&[], 5, None, false)
-            .await
-            .unwrap()
-            .is_empty()
-    );
 }
