@@ -33,56 +33,108 @@ pub(super) fn malformed(what: &str, text: &str) -> DbError {
     )))
 }
 
-/// The `N` space-separated fields of `line`, exactly.
-fn fields<'a, const N: usize>(line: &'a str, what: &str) -> Result<[&'a str; N], DbError> {
-    let mut split = line.split(' ');
-    let mut fields = [""; N];
-    for field in &mut fields {
-        *field = split.next().ok_or_else(|| malformed(what, line))?;
-    }
-    match split.next() {
-        None => Ok(fields),
-        Some(_) => Err(malformed(what, line)),
-    }
+/// The space-separated fields of a line, read left to right; integers are read as their
+/// digits are passed (a window's lines hold some 25,000 of them).
+struct Fields<'a> {
+    line: &'a str,
+    /// What follows the fields read; `None` after the last.
+    rest: Option<&'a str>,
+    what: &'static str,
 }
 
-fn number<T: std::str::FromStr>(field: &str, what: &str, line: &str) -> Result<T, DbError> {
-    field.parse().map_err(|_| malformed(what, line))
+impl<'a> Fields<'a> {
+    fn of(line: &'a str, what: &'static str) -> Self {
+        Fields {
+            line,
+            rest: Some(line),
+            what,
+        }
+    }
+
+    fn malformed(&self) -> DbError {
+        malformed(self.what, self.line)
+    }
+
+    /// Passes the next field, `length` bytes long, and the space after it.
+    fn pass(&mut self, rest: &'a str, length: usize) -> &'a str {
+        self.rest = rest.get(length + 1..);
+        &rest[..length]
+    }
+
+    fn text(&mut self) -> Result<&'a str, DbError> {
+        let rest = self.rest.ok_or_else(|| self.malformed())?;
+        let length = rest.find(' ').unwrap_or(rest.len());
+        Ok(self.pass(rest, length))
+    }
+
+    fn int(&mut self) -> Result<i64, DbError> {
+        let rest = self.rest.ok_or_else(|| self.malformed())?;
+        let bytes = rest.as_bytes();
+        let negative = bytes.first() == Some(&b'-');
+        let start = usize::from(negative);
+        let mut value: i64 = 0;
+        let mut at = start;
+        while let Some(&byte) = bytes.get(at).filter(|b| **b != b' ') {
+            let digit = byte.wrapping_sub(b'0');
+            let next = value.checked_mul(10).and_then(|v| match (digit, negative) {
+                (10.., _) => None,
+                (_, true) => v.checked_sub(i64::from(digit)),
+                (_, false) => v.checked_add(i64::from(digit)),
+            });
+            value = next.ok_or_else(|| self.malformed())?;
+            at += 1;
+        }
+        if at == start {
+            return Err(self.malformed());
+        }
+        self.pass(rest, at);
+        Ok(value)
+    }
+
+    /// Fails unless every field was read.
+    fn end(&self) -> Result<(), DbError> {
+        match self.rest {
+            None => Ok(()),
+            Some(_) => Err(self.malformed()),
+        }
+    }
 }
 
 impl<'a> WalkCommit<'a> {
     pub(super) fn parse(line: &'a str) -> Result<Self, DbError> {
-        let what = "commit";
-        let [id, position, committed_at, sha] = fields(line, what)?;
-        if sha.is_empty() {
-            return Err(malformed(what, line));
+        let mut fields = Fields::of(line, "commit");
+        let commit = WalkCommit {
+            id: fields.int()?,
+            position: fields.int()?,
+            committed_at: fields.int()?,
+            sha: fields.text()?,
+        };
+        fields.end()?;
+        if commit.sha.is_empty() {
+            return Err(fields.malformed());
         }
-        Ok(WalkCommit {
-            id: number(id, what, line)?,
-            position: number(position, what, line)?,
-            committed_at: number(committed_at, what, line)?,
-            sha,
-        })
+        Ok(commit)
     }
 }
 
 impl<'a> RunLine<'a> {
     pub(super) fn parse(line: &'a str) -> Result<Self, DbError> {
-        let what = "run";
-        let [staged, series_id, commit_id, value, run_id, hex] = fields(line, what)?;
-        let staged = match staged {
-            "0" => false,
-            "1" => true,
-            _ => return Err(malformed(what, line)),
+        let mut fields = Fields::of(line, "run");
+        let staged = match fields.int()? {
+            0 => false,
+            1 => true,
+            _ => return Err(fields.malformed()),
         };
-        Ok(RunLine {
+        let run = RunLine {
             staged,
-            series_id: number(series_id, what, line)?,
-            commit_id: number(commit_id, what, line)?,
-            value: from_bits(number(value, what, line)?),
-            run_id: number(run_id, what, line)?,
-            hex,
-        })
+            series_id: fields.int()?,
+            commit_id: fields.int()?,
+            value: from_bits(fields.int()?),
+            run_id: fields.int()?,
+            hex: fields.text()?,
+        };
+        fields.end()?;
+        Ok(run)
     }
 }
 
@@ -113,6 +165,10 @@ mod tests {
         let line = format!("0 8 4 {} 10 ", bits(-2e-300));
         let run = RunLine::parse(&line).unwrap();
         assert_eq!((run.staged, run.value, run.hex), (false, -2e-300, ""));
+        // The integers at both ends.
+        let run = RunLine::parse("0 7 3 -9223372036854775808 9223372036854775807 A0").unwrap();
+        assert_eq!(run.value.to_bits(), i64::MIN as u64);
+        assert_eq!(run.run_id, i64::MAX);
     }
 
     #[test]
@@ -139,6 +195,12 @@ mod tests {
             "0 x 3 15 9 0A",
             "0 7 - 15 9 0A",
             "0 7 3 15 - 0A",
+            "0 7 3 -9223372036854775809 9 0A",
+            "0 7 3 9223372036854775808 9 0A",
+            "0 7 3 +15 9 0A",
+            "0 7 3 -- 9 0A",
+            "0 7 3 1-5 9 0A",
+            "0  3 15 9 0A",
         ] {
             assert!(RunLine::parse(line).is_err(), "{line:?} was read");
         }
