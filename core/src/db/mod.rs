@@ -151,24 +151,24 @@ const NIBBLES: [u8; 256] = {
 
 /// The bytes that SQLite's `hex()` spelled (upper-case; lower-case is read too). A table
 /// lookup a digit: a window of 1,000 points' samples is 70,000 digits, and a branch a digit
-/// (is it 0–9 or A–F?) was a tenth of the series API.
-fn unhex(text: &str) -> Result<Vec<u8>, DbError> {
+/// (is it 0–9 or A–F?) was a tenth of the series API. Written into `bytes` (cleared first),
+/// which a window's points take turns to use.
+fn unhex_into(text: &str, bytes: &mut Vec<u8>) -> Result<(), DbError> {
     let digits = text.as_bytes();
     let mut invalid = 0;
-    let bytes: Vec<u8> = (digits.chunks_exact(2))
-        .map(|pair| {
-            let (high, low) = (NIBBLES[usize::from(pair[0])], NIBBLES[usize::from(pair[1])]);
-            invalid |= high | low;
-            (high << 4) | (low & 0x0f)
-        })
-        .collect();
+    bytes.clear();
+    bytes.extend(digits.chunks_exact(2).map(|pair| {
+        let (high, low) = (NIBBLES[usize::from(pair[0])], NIBBLES[usize::from(pair[1])]);
+        invalid |= high | low;
+        (high << 4) | (low & 0x0f)
+    }));
     if digits.len() % 2 == 1 || invalid > 0x0f {
         return Err(decode_error(std::io::Error::other(format!(
             "not hexadecimal bytes: {:?}",
             text.chars().take(40).collect::<String>()
         ))));
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// The writer's page cache, in KiB (negative, as SQLite takes it): ingest updates the
@@ -313,7 +313,12 @@ fn owner_only(path: &Path) -> Result<(), DbError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{to_hex, unhex};
+    use super::{DbError, to_hex, unhex_into};
+
+    fn unhex(text: &str) -> Result<Vec<u8>, DbError> {
+        let mut bytes = vec![7; 3];
+        unhex_into(text, &mut bytes).map(|()| bytes)
+    }
 
     #[test]
     fn bytes_go_to_hexadecimal_and_back_and_anything_else_is_refused() {

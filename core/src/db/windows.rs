@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use super::pages::{Environment, EnvironmentPoint, SeriesPoint};
 use super::window_lines::{RunLine, WalkCommit, malformed};
-use super::{Db, DbError, decode_error, unhex};
+use super::{Db, DbError, decode_error, unhex_into};
 use crate::model::Direction;
 use crate::samples::Samples;
 use crate::stats::run_value;
@@ -39,10 +39,15 @@ struct WindowRun {
 }
 
 impl WindowRun {
-    /// `run` at `commit` as a window holds it: its samples decoded.
-    fn of(commit: &WalkCommit<'_>, run: &RunLine<'_>) -> Result<WindowRun, DbError> {
-        let bytes = unhex(run.hex)?;
-        let samples = Samples(crate::samples::decode(&bytes).map_err(decode_error)?);
+    /// `run` at `commit` as a window holds it: its samples decoded (through `bytes`, whose
+    /// room the window's runs share).
+    fn of(
+        commit: &WalkCommit<'_>,
+        run: &RunLine<'_>,
+        bytes: &mut Vec<u8>,
+    ) -> Result<WindowRun, DbError> {
+        unhex_into(run.hex, bytes)?;
+        let samples = Samples(crate::samples::decode(bytes).map_err(decode_error)?);
         Ok(WindowRun {
             run_id: run.run_id,
             point: SeriesPoint {
@@ -165,6 +170,7 @@ impl Db {
         let mut until = until.unwrap_or(i64::MAX);
         // A few commits more than points: some commits of a stretch may be unmeasured.
         let mut stretch = limit + limit / 64 + 2;
+        let mut bytes = Vec::new();
         loop {
             let short: HashMap<i64, usize> = (series.iter().enumerate())
                 .filter(|(i, _)| windows[*i].len() < limit)
@@ -203,7 +209,7 @@ impl Db {
                 });
                 let wanted = limit.saturating_sub(window.len());
                 for candidate in runs.iter().rev().take(wanted) {
-                    window.push(WindowRun::of(candidate.commit, &candidate.run)?);
+                    window.push(WindowRun::of(candidate.commit, &candidate.run, &mut bytes)?);
                 }
             }
             if commits.len() < stretch {
