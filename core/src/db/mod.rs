@@ -13,7 +13,6 @@ mod confirmations;
 mod counts;
 mod credentials;
 mod disturbed;
-mod f64_bits;
 mod history;
 mod ingest;
 mod jobs;
@@ -26,6 +25,7 @@ mod regressions;
 mod repos;
 mod samples_conversion;
 mod sensitivity;
+mod sql_functions;
 mod staging;
 mod summaries;
 mod summary_reads;
@@ -128,13 +128,19 @@ fn decode_error(err: impl std::error::Error + Send + Sync + 'static) -> DbError 
 /// `bytes` in upper-case hexadecimal, as SQLite's `unhex()` reads them: a plain loop, where the
 /// `hex` crate's encoder (a `char` at a time) was a few percent of ingest.
 fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
     let mut text = String::with_capacity(bytes.len() * 2);
+    push_hex(&mut text, bytes);
+    text
+}
+
+/// Writes `bytes` in upper-case hexadecimal at the end of `text`.
+fn push_hex(text: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    text.reserve(bytes.len() * 2);
     for byte in bytes {
         text.push(DIGITS[usize::from(byte >> 4)] as char);
         text.push(DIGITS[usize::from(byte & 0x0f)] as char);
     }
-    text
 }
 
 /// Each byte's value as a hexadecimal digit (either case), 0xff where it is none.
@@ -212,7 +218,7 @@ impl Db {
         let version = Arc::default();
         // Both pools' connections get the SQL functions kymo's queries call.
         let writer = version::DataVersion::watch(&version, SqlitePoolOptions::new(), |conn| {
-            Box::pin(f64_bits::register(conn))
+            Box::pin(sql_functions::register(conn))
         })
         .max_connections(1)
         .connect_with(
@@ -232,7 +238,7 @@ impl Db {
         let staging = Arc::new(staging::Staging::new(u64::try_from(staged).unwrap_or(0)));
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
-            .after_connect(|conn, _| Box::pin(f64_bits::register(conn)))
+            .after_connect(|conn, _| Box::pin(sql_functions::register(conn)))
             .connect_with(options.read_only(true))
             .await?;
         Ok(Db {

@@ -40,7 +40,7 @@ pub(super) async fn absorb_merge(
 ) -> Result<(), DbError> {
     // One row of JSON rather than a row a measurement: a merge moves some 200,000, and handing
     // each from SQLite's thread to this task cost more than the rest of the merge's summaries.
-    // Values as their bits (`f64_bits.rs`: exact, and no decimal digits for SQLite to spell);
+    // Values as their bits (`sql_functions.rs`: exact, and no decimal digits for SQLite to spell);
     // not the checked macro, which knows no such function.
     let json: String = sqlx::query_scalar(
         r#"SELECT json_group_array(json_array(z.series_id, c.position, f64_bits(z.value),
@@ -100,7 +100,7 @@ pub(super) async fn absorb_merge(
 struct StagedPoint {
     series_id: i64,
     position: i64,
-    #[serde(deserialize_with = "super::f64_bits::deserialize")]
+    #[serde(deserialize_with = "super::sql_functions::deserialize")]
     value: f64,
     run_id: i64,
 }
@@ -522,7 +522,7 @@ fn summary_json(series_id: i64, s: &BucketSummary) -> serde_json::Value {
 }
 
 /// A row of `series_summaries`, as sqlx reads it or as a JSON array of its columns in order
-/// (values as their bits, see `f64_bits.rs`).
+/// (values as their bits, see `sql_functions.rs`).
 #[derive(serde::Deserialize)]
 pub(super) struct StoredSummary {
     pub series_id: i64,
@@ -530,16 +530,16 @@ pub(super) struct StoredSummary {
     pub bucket: i64,
     pub points: i64,
     pub low_position: i64,
-    #[serde(deserialize_with = "super::f64_bits::deserialize")]
+    #[serde(deserialize_with = "super::sql_functions::deserialize")]
     pub low_value: f64,
     pub high_position: i64,
-    #[serde(deserialize_with = "super::f64_bits::deserialize")]
+    #[serde(deserialize_with = "super::sql_functions::deserialize")]
     pub high_value: f64,
     pub first_position: i64,
-    #[serde(deserialize_with = "super::f64_bits::deserialize")]
+    #[serde(deserialize_with = "super::sql_functions::deserialize")]
     pub first_value: f64,
     pub last_position: i64,
-    #[serde(deserialize_with = "super::f64_bits::deserialize")]
+    #[serde(deserialize_with = "super::sql_functions::deserialize")]
     pub last_value: f64,
     pub first_environment: i64,
     pub last_environment: i64,

@@ -1,10 +1,12 @@
 //! Windows of history spelled as lines of text by their queries (`windows.rs`): the commits of
 //! a walk down the branch a line each, then the runs of the window's series at those commits a
 //! line each. Text, not rows: handing each of a window's thousands of rows from SQLite's thread
-//! to this task cost more than finding it.
+//! to this task cost more than finding it. A run's line is written by this module too
+//! ([`run_line`], which the SQL function `window_run` calls), where SQLite's printf was a tenth
+//! of a benchmark page.
 
-use super::f64_bits::from_bits;
-use super::{DbError, decode_error};
+use super::sql_functions::from_bits;
+use super::{DbError, decode_error, push_hex};
 
 /// A commit of the walk: `id position committed_at sha`.
 pub(super) struct WalkCommit<'a> {
@@ -16,7 +18,8 @@ pub(super) struct WalkCommit<'a> {
 
 /// A run of one of the series at a commit of the walk:
 /// `staged series commit value run samples` (the value as the integer of its bits,
-/// `f64_bits.rs`; the samples' stored bytes in hex, empty unless asked for).
+/// `sql_functions.rs`; the samples' stored bytes in hex, empty unless asked for), as
+/// [`run_line`] writes it.
 pub(super) struct RunLine<'a> {
     pub(super) staged: bool,
     pub(super) series_id: i64,
@@ -24,6 +27,27 @@ pub(super) struct RunLine<'a> {
     pub(super) value: f64,
     pub(super) run_id: i64,
     pub(super) hex: &'a str,
+}
+
+/// The line of a run (`RunLine`): `value` as a double's bits, `samples` as stored.
+pub(super) fn run_line(
+    staged: bool,
+    series_id: i64,
+    commit_id: i64,
+    value: f64,
+    run_id: i64,
+    samples: &[u8],
+) -> String {
+    let mut line = String::with_capacity(64 + 2 * samples.len());
+    let mut digits = itoa::Buffer::new();
+    line.push(if staged { '1' } else { '0' });
+    for number in [series_id, commit_id, value.to_bits() as i64, run_id] {
+        line.push(' ');
+        line.push_str(digits.format(number));
+    }
+    line.push(' ');
+    push_hex(&mut line, samples);
+    line
 }
 
 pub(super) fn malformed(what: &str, text: &str) -> DbError {
@@ -169,6 +193,25 @@ mod tests {
         let run = RunLine::parse("0 7 3 -9223372036854775808 9223372036854775807 A0").unwrap();
         assert_eq!(run.value.to_bits(), i64::MIN as u64);
         assert_eq!(run.run_id, i64::MAX);
+    }
+
+    #[test]
+    fn a_written_run_line_reads_back() {
+        for (staged, value, samples) in [
+            (false, 1.5, vec![]),
+            (true, -2e-300, vec![0x00, 0xff, 0x7f]),
+            (false, f64::MIN, vec![0xa0; 40]),
+            (true, f64::MAX, vec![1]),
+        ] {
+            let line = run_line(staged, 7, i64::MAX, value, -3, &samples);
+            let run = RunLine::parse(&line).unwrap();
+            assert_eq!(
+                (run.staged, run.series_id, run.commit_id, run.run_id),
+                (staged, 7, i64::MAX, -3)
+            );
+            assert_eq!(run.value.to_bits(), value.to_bits());
+            assert_eq!(run.hex, crate::db::to_hex(&samples));
+        }
     }
 
     #[test]

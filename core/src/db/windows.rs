@@ -245,7 +245,7 @@ impl Db {
     }
 
     /// Every run, staged and merged, of the `series` (ids) at `commits`, a line each
-    /// (`RunLine`); runs at other commits may come too. Not the checked macro: `f64_bits`
+    /// (`RunLine`); runs at other commits may come too. Not the checked macro: `window_run`
     /// exists only on this process's connections.
     async fn stretch_runs(
         &self,
@@ -266,16 +266,14 @@ impl Db {
         let query = if read_as_range(low, high, commits.len()) {
             sqlx::query_scalar(
                 r#"SELECT coalesce(group_concat(line, char(10)), '') FROM (
-                     SELECT printf('0 %d %d %d %d %s', x.series_id, x.commit_id,
-                                   f64_bits(x.value), x.run_id,
-                                   CASE WHEN ?4 THEN hex(x.samples) ELSE '' END) AS line
+                     SELECT window_run(0, x.series_id, x.commit_id, x.value, x.run_id,
+                                      CASE WHEN ?4 THEN x.samples END) AS line
                      FROM measurements x
                      WHERE x.series_id IN (SELECT value FROM json_each(?1))
                        AND x.commit_id BETWEEN ?2 AND ?3
                      UNION ALL
-                     SELECT printf('1 %d %d %d %d %s', x.series_id, x.commit_id,
-                                   f64_bits(x.value), x.run_id,
-                                   CASE WHEN ?4 THEN hex(x.samples) ELSE '' END)
+                     SELECT window_run(1, x.series_id, x.commit_id, x.value, x.run_id,
+                                      CASE WHEN ?4 THEN x.samples END)
                      FROM staged_commits k
                      CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id
                           AND x.series_id IN (SELECT value FROM json_each(?1))
@@ -288,16 +286,14 @@ impl Db {
             let ids: Vec<i64> = commits.iter().map(|c| c.id).collect();
             sqlx::query_scalar(
                 r#"SELECT coalesce(group_concat(line, char(10)), '') FROM (
-                     SELECT printf('0 %d %d %d %d %s', x.series_id, x.commit_id,
-                                   f64_bits(x.value), x.run_id,
-                                   CASE WHEN ?4 THEN hex(x.samples) ELSE '' END) AS line
+                     SELECT window_run(0, x.series_id, x.commit_id, x.value, x.run_id,
+                                      CASE WHEN ?4 THEN x.samples END) AS line
                      FROM measurements x
                      WHERE x.series_id IN (SELECT value FROM json_each(?1))
                        AND x.commit_id IN (SELECT value FROM json_each(?2))
                      UNION ALL
-                     SELECT printf('1 %d %d %d %d %s', x.series_id, x.commit_id,
-                                   f64_bits(x.value), x.run_id,
-                                   CASE WHEN ?4 THEN hex(x.samples) ELSE '' END)
+                     SELECT window_run(1, x.series_id, x.commit_id, x.value, x.run_id,
+                                      CASE WHEN ?4 THEN x.samples END)
                      FROM measurements_staged x
                      WHERE x.commit_id IN (SELECT value FROM json_each(?2))
                        AND x.series_id IN (SELECT value FROM json_each(?1)))"#,
