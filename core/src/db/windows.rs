@@ -369,3 +369,19 @@ impl Db {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::read_as_range;
+
+    #[test]
+    fn a_stretch_is_read_as_one_range_while_its_ids_lie_close() {
+        // Recorded in history order, alone or between three other repositories' commits.
+        assert!(read_as_range(1, 1_000, 1_000));
+        assert!(read_as_range(1, 4_000, 1_000));
+        // Eight commits spread over 7,000 ids; ids at both ends of the integers.
+        assert!(!read_as_range(1_000, 8_000, 8));
+        assert!(!read_as_range(i64::MIN, i64::MAX, 5));
+        assert!(read_as_range(7, 7, 1));
+    }
+}
