@@ -109,12 +109,12 @@ pub async fn serve(
                 continue;
             }
         };
-        send_at_once(&stream);
         let Ok(permit) = permits.clone().try_acquire_owned() else {
             tracing::warn!(%peer, limit = limits.max_connections, "too many connections; closing a new one");
             drop(stream);
             continue;
         };
+        send_at_once(&stream);
         let service = app
             .clone()
             .map_request(move |mut request: hyper::Request<Incoming>| {

@@ -1,7 +1,7 @@
 //! SQL functions of kymo's connections (the readers' and the writer's).
 //!
-//! `f64_bits(x)` hands a stored number to this process as the 64 bits of its IEEE 754 double, spelled as an
-//! integer. SQLite spells a REAL in decimal only through its printf (`%!.20e`: double-double
+//! `f64_bits(x)` hands a stored number to this process as the 64 bits of its IEEE 754 double,
+//! spelled as an integer. SQLite spells a REAL in decimal only through its printf (`%!.20e`: double-double
 //! arithmetic, 4 % of a benchmark page's time and of ingest's, whose merges read each staged
 //! value), and its fifteen-digit default loses bits; an integer is spelled in a few
 //! nanoseconds and read back to the bit ([`from_bits`]).
@@ -32,8 +32,37 @@ pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(spelled: D) -> Resul
     <i64 as serde::Deserialize>::deserialize(spelled).map(from_bits)
 }
 
-/// `f64_bits(x)`: the bits of `x` as a double when `x` is a number (an INTEGER is converted as
-/// SQLite converts it), NULL for anything else (text is not read as a number).
+/// The `expected` arguments of a call, or `None` when SQLite passed another count.
+///
+/// # Safety
+/// `values` points at `count` values that live as long as the call.
+unsafe fn arguments<'a>(
+    count: c_int,
+    values: *mut *mut ffi::sqlite3_value,
+    expected: usize,
+) -> Option<&'a [*mut ffi::sqlite3_value]> {
+    // SAFETY: as the caller promises, when the count is the one expected.
+    (usize::try_from(count) == Ok(expected))
+        .then(|| unsafe { std::slice::from_raw_parts(values, expected) })
+}
+
+/// `value` as a double when it is a number (an INTEGER converted as SQLite converts it);
+/// `None` for anything else (text is not read as a number).
+///
+/// # Safety
+/// `value` is an argument of the call being served.
+unsafe fn number(value: *mut ffi::sqlite3_value) -> Option<f64> {
+    // SAFETY: as the caller promises.
+    unsafe {
+        matches!(
+            ffi::sqlite3_value_type(value),
+            ffi::SQLITE_FLOAT | ffi::SQLITE_INTEGER
+        )
+        .then(|| ffi::sqlite3_value_double(value))
+    }
+}
+
+/// `f64_bits(x)`: the bits of `x` as a double when `x` is a number, NULL for anything else.
 unsafe extern "C" fn f64_bits(
     context: *mut ffi::sqlite3_context,
     count: c_int,
@@ -42,17 +71,9 @@ unsafe extern "C" fn f64_bits(
     // SAFETY: SQLite calls this with `count` valid values (1, as registered below) and a live
     // context, on the connection's own thread.
     unsafe {
-        if count != 1 {
-            ffi::sqlite3_result_null(context);
-            return;
-        }
-        let value = *values;
-        match ffi::sqlite3_value_type(value) {
-            ffi::SQLITE_FLOAT | ffi::SQLITE_INTEGER => {
-                let bits = ffi::sqlite3_value_double(value).to_bits();
-                ffi::sqlite3_result_int64(context, bits as i64);
-            }
-            _ => ffi::sqlite3_result_null(context),
+        match arguments(count, values, 1).and_then(|values| number(values[0])) {
+            Some(x) => ffi::sqlite3_result_int64(context, x.to_bits() as i64),
+            None => ffi::sqlite3_result_null(context),
         }
     }
 }
@@ -69,25 +90,18 @@ unsafe extern "C" fn window_run(
     // next converted, which nothing here does; the line is copied by SQLite
     // (`SQLITE_TRANSIENT`) before it is dropped.
     unsafe {
-        if count != 6 {
+        let Some((values, value)) =
+            arguments(count, values, 6).and_then(|values| Some((values, number(values[3])?)))
+        else {
             ffi::sqlite3_result_null(context);
             return;
-        }
-        let values = std::slice::from_raw_parts(values, 6);
-        if !matches!(
-            ffi::sqlite3_value_type(values[3]),
-            ffi::SQLITE_FLOAT | ffi::SQLITE_INTEGER
-        ) {
-            ffi::sqlite3_result_null(context);
-            return;
-        }
+        };
         let int = |i: usize| ffi::sqlite3_value_int64(values[i]);
         let blob = ffi::sqlite3_value_blob(values[5]).cast::<u8>();
         let samples = match usize::try_from(ffi::sqlite3_value_bytes(values[5])) {
             Ok(length) if !blob.is_null() => std::slice::from_raw_parts(blob, length),
             _ => &[],
         };
-        let value = ffi::sqlite3_value_double(values[3]);
         let line = run_line(int(0) != 0, int(1), int(2), value, int(4), samples);
         ffi::sqlite3_result_text64(
             context,

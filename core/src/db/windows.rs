@@ -94,6 +94,25 @@ impl Candidate<'_> {
     }
 }
 
+/// The query of a stretch's run lines (`RunLine`, written by `window_run`): the merged runs
+/// `x` that `$merged` (a FROM and WHERE) picks, then the staged runs `x` that `$staged` picks;
+/// `?4` says whether their samples are written.
+macro_rules! run_lines {
+    ($merged:literal, $staged:literal) => {
+        concat!(
+            "SELECT coalesce(group_concat(line, char(10)), '') FROM (
+               SELECT window_run(0, x.series_id, x.commit_id, x.value, x.run_id,
+                                 CASE WHEN ?4 THEN x.samples END) AS line ",
+            $merged,
+            " UNION ALL
+               SELECT window_run(1, x.series_id, x.commit_id, x.value, x.run_id,
+                                 CASE WHEN ?4 THEN x.samples END) ",
+            $staged,
+            ")"
+        )
+    };
+}
+
 /// Whether the runs of commits with ids from `low` to `high` are read as that one range:
 /// when it holds few more ids than the `commits` of the stretch (the others are commits off
 /// the branch or of other repositories, whose runs, if any, are read and left).
@@ -186,7 +205,7 @@ impl Db {
             let Some(lowest) = commits.iter().map(|c| c.position).min() else {
                 break;
             };
-            let text = self.stretch_runs(&short, &commits, with_samples).await?;
+            let text = (self.stretch_runs(short.keys().copied(), &commits, with_samples)).await?;
             let at: HashMap<i64, &WalkCommit<'_>> = commits.iter().map(|c| (c.id, c)).collect();
             let mut found: Vec<Vec<Candidate<'_>>> = series.iter().map(|_| Vec::new()).collect();
             for line in text.split('\n').filter(|line| !line.is_empty()) {
@@ -249,11 +268,11 @@ impl Db {
     /// exists only on this process's connections.
     async fn stretch_runs(
         &self,
-        series: &HashMap<i64, usize>,
+        series: impl Iterator<Item = i64>,
         commits: &[WalkCommit<'_>],
         with_samples: bool,
     ) -> Result<String, DbError> {
-        let series: Vec<i64> = series.keys().copied().collect();
+        let series: Vec<i64> = series.collect();
         let series = serde_json::to_string(&series).map_err(decode_error)?;
         let ids = commits.iter().map(|c| c.id);
         let (low, high) = (ids.clone().min(), ids.max());
@@ -264,40 +283,28 @@ impl Db {
         // each, where a range of commit ids over the staged table would read every series'
         // staged runs of those commits.
         let query = if read_as_range(low, high, commits.len()) {
-            sqlx::query_scalar(
-                r#"SELECT coalesce(group_concat(line, char(10)), '') FROM (
-                     SELECT window_run(0, x.series_id, x.commit_id, x.value, x.run_id,
-                                      CASE WHEN ?4 THEN x.samples END) AS line
-                     FROM measurements x
-                     WHERE x.series_id IN (SELECT value FROM json_each(?1))
-                       AND x.commit_id BETWEEN ?2 AND ?3
-                     UNION ALL
-                     SELECT window_run(1, x.series_id, x.commit_id, x.value, x.run_id,
-                                      CASE WHEN ?4 THEN x.samples END)
-                     FROM staged_commits k
-                     CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id
-                          AND x.series_id IN (SELECT value FROM json_each(?1))
-                     WHERE k.commit_id BETWEEN ?2 AND ?3)"#,
-            )
+            sqlx::query_scalar(run_lines!(
+                "FROM measurements x
+                 WHERE x.series_id IN (SELECT value FROM json_each(?1))
+                   AND x.commit_id BETWEEN ?2 AND ?3",
+                "FROM staged_commits k
+                 CROSS JOIN measurements_staged x ON x.commit_id = k.commit_id
+                      AND x.series_id IN (SELECT value FROM json_each(?1))
+                 WHERE k.commit_id BETWEEN ?2 AND ?3"
+            ))
             .bind(series)
             .bind(low)
             .bind(high)
         } else {
             let ids: Vec<i64> = commits.iter().map(|c| c.id).collect();
-            sqlx::query_scalar(
-                r#"SELECT coalesce(group_concat(line, char(10)), '') FROM (
-                     SELECT window_run(0, x.series_id, x.commit_id, x.value, x.run_id,
-                                      CASE WHEN ?4 THEN x.samples END) AS line
-                     FROM measurements x
-                     WHERE x.series_id IN (SELECT value FROM json_each(?1))
-                       AND x.commit_id IN (SELECT value FROM json_each(?2))
-                     UNION ALL
-                     SELECT window_run(1, x.series_id, x.commit_id, x.value, x.run_id,
-                                      CASE WHEN ?4 THEN x.samples END)
-                     FROM measurements_staged x
-                     WHERE x.commit_id IN (SELECT value FROM json_each(?2))
-                       AND x.series_id IN (SELECT value FROM json_each(?1)))"#,
-            )
+            sqlx::query_scalar(run_lines!(
+                "FROM measurements x
+                 WHERE x.series_id IN (SELECT value FROM json_each(?1))
+                   AND x.commit_id IN (SELECT value FROM json_each(?2))",
+                "FROM measurements_staged x
+                 WHERE x.commit_id IN (SELECT value FROM json_each(?2))
+                   AND x.series_id IN (SELECT value FROM json_each(?1))"
+            ))
             .bind(series)
             .bind(serde_json::to_string(&ids).map_err(decode_error)?)
             .bind(0)
