@@ -11,12 +11,17 @@
 //! measurements without it. `--staged-tail=N` stores the last N commits without merging them
 //! (as a server holds them between merges), so that readers measured afterwards read a full
 //! staged table; the ingest rates are those of the commits before them, merges included.
+//!
+//! `load_db PATH [BENCHMARKS] --append=N` measures ingest into a database made before: it adds
+//! N commits after its last and stores a run of each, merges included (at 100 million stored,
+//! the rate of its last 1,000 commits without a 20-minute fill); `--staged-tail=M` leaves the
+//! last M of them staged.
 
 #[path = "../benches/support/synthetic.rs"]
 mod synthetic;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -96,11 +101,15 @@ async fn main() {
         std::env::args().skip(1).partition(|a| a.starts_with("--"));
     let mut analyse = true;
     let mut staged_tail = 0;
+    let mut append = None;
     for flag in &flags {
         match flag.split_once('=') {
             None if flag == "--no-analysis" => analyse = false,
             Some(("--staged-tail", n)) => staged_tail = n.parse().expect("--staged-tail=N"),
-            _ => panic!("unknown flag {flag}; they are --no-analysis and --staged-tail=N"),
+            Some(("--append", n)) => append = Some(n.parse().expect("--append=N")),
+            _ => panic!(
+                "unknown flag {flag}; they are --no-analysis, --staged-tail=N and --append=N"
+            ),
         }
     }
     let mut args = positional.into_iter();
@@ -108,6 +117,10 @@ async fn main() {
         args.next()
             .expect("usage: load_db PATH [COMMITS] [BENCHMARKS] [--no-analysis]"),
     );
+    if let Some(added) = append {
+        let benchmarks = args.next().map_or(200, |a| a.parse().unwrap());
+        return append_commits(&path, added, benchmarks, staged_tail).await;
+    }
     let commits: usize = args.next().map_or(1_000, |a| a.parse().unwrap());
     let benchmarks: usize = args.next().map_or(200, |a| a.parse().unwrap());
     assert!(!path.exists(), "{} exists; remove it first", path.display());
@@ -178,6 +191,32 @@ async fn main() {
         "machine {}; head {}; a stepped benchmark: group_0/bench_0",
         data.fingerprint,
         sha(commits - 1)
+    );
+    data.db.close().await;
+}
+
+/// Adds `added` commits to the database at `path` and stores a run of each, timed; the last
+/// `staged_tail` without a merge.
+async fn append_commits(path: &Path, added: usize, benchmarks: usize, staged_tail: usize) {
+    let data = Synthetic::open(path, "load").await;
+    let first = data.commits().await;
+    data.extend_history(first + added).await;
+    let mut noise = Noise(first as u64);
+    let (mut stored, mut seconds) = (0, 0.0);
+    for commit in first..first + added {
+        if commit + staged_tail == first + added {
+            data.db.set_merge_threshold(u64::MAX);
+        }
+        let suites = suites(commit, benchmarks, &mut noise);
+        let started = Instant::now();
+        stored += data.store(commit, &suites).await.measurements;
+        seconds += started.elapsed().as_secs_f64();
+    }
+    println!(
+        "appended {stored} measurements (commits {first}..{}) in {seconds:.1} s, merges included: {:.0} measurements/s; {} rows staged",
+        first + added,
+        stored as f64 / seconds,
+        data.db.staged_rows().await.unwrap()
     );
     data.db.close().await;
 }

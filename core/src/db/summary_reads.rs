@@ -170,7 +170,7 @@ impl Db {
             RawPoint,
             r#"SELECT c.position AS "position!", x.value AS "value!", u.kernel AS "kernel!",
                       u.toolchain AS "toolchain!"
-               FROM json_each(?2) AS j
+               FROM jsonb_each(?2) AS j
                CROSS JOIN commits c ON c.repository_id = (SELECT b.repository_id FROM series s
                                           JOIN benchmarks b ON b.id = s.benchmark_id
                                           WHERE s.id = ?1)

@@ -13,6 +13,19 @@ pub fn sha(i: usize) -> CommitSha {
     CommitSha::parse(&format!("{:040x}", i + 1)).unwrap()
 }
 
+/// A linear history of `commits` commits, oldest first.
+fn history(commits: usize) -> Vec<CommitRecord> {
+    (0..commits)
+        .map(|i| CommitRecord {
+            sha: sha(i),
+            parents: if i == 0 { vec![] } else { vec![sha(i - 1)] },
+            author: "Synthetic".into(),
+            time: 1_700_000_000 + 600 * i as i64,
+            message: format!("commit {i}: change something"),
+        })
+        .collect()
+}
+
 /// A repository named `name` with `commits` commits in a line, and the machine that measures.
 pub struct Synthetic {
     pub db: Db,
@@ -35,6 +48,64 @@ impl Synthetic {
             .await
             .unwrap()
             .id;
+        db.record_history(repository_id, &history(commits))
+            .await
+            .unwrap();
+        Self::with_machine(db, repository_id, name).await
+    }
+
+    /// Opens the database at `path` that [`Synthetic::create`] made with repository `name`.
+    #[allow(
+        dead_code,
+        reason = "used by the load generator only; an `expect` would fail in the benches"
+    )]
+    pub async fn open(path: &Path, name: &str) -> Self {
+        let db = Db::open(path).await.unwrap();
+        let repository_id = db.repository(name).await.unwrap().id;
+        Self::with_machine(db, repository_id, name).await
+    }
+
+    /// How many commits the history holds (commit `i` exists for every `i` below it).
+    #[allow(
+        dead_code,
+        reason = "used by the load generator only; an `expect` would fail in the benches"
+    )]
+    pub async fn commits(&self) -> usize {
+        let (mut known, mut unknown) = (0, 1);
+        while self.commit_known(unknown - 1).await {
+            (known, unknown) = (unknown, unknown * 2);
+        }
+        while unknown - known > 1 {
+            let middle = known + (unknown - known) / 2;
+            if self.commit_known(middle - 1).await {
+                known = middle;
+            } else {
+                unknown = middle;
+            }
+        }
+        known
+    }
+
+    /// Makes the history `commits` long (it must hold fewer).
+    #[allow(
+        dead_code,
+        reason = "used by the load generator only; an `expect` would fail in the benches"
+    )]
+    pub async fn extend_history(&self, commits: usize) {
+        (self
+            .db
+            .record_history(self.repository_id, &history(commits))
+            .await)
+            .unwrap();
+    }
+
+    async fn commit_known(&self, i: usize) -> bool {
+        let id = self.db.commit_id(self.repository_id, &sha(i)).await;
+        id.unwrap().is_some()
+    }
+
+    /// The machine that measures (made once, then found by its fingerprint).
+    async fn with_machine(db: Db, repository_id: i64, name: &str) -> Self {
         let specs = MachineSpecs {
             cpu_model: "synthetic".into(),
             logical_cores: 2,
@@ -44,16 +115,6 @@ impl Synthetic {
             virtualization: "none".into(),
         };
         let (machine_id, fingerprint) = db.upsert_machine(&specs, name, None, 0).await.unwrap();
-        let history: Vec<CommitRecord> = (0..commits)
-            .map(|i| CommitRecord {
-                sha: sha(i),
-                parents: if i == 0 { vec![] } else { vec![sha(i - 1)] },
-                author: "Synthetic".into(),
-                time: 1_700_000_000 + 600 * i as i64,
-                message: format!("commit {i}: change something"),
-            })
-            .collect();
-        db.record_history(repository_id, &history).await.unwrap();
         let environment = Environment {
             kernel: "6.1.0".into(),
             toolchain: "rustc 1.95.0".into(),
