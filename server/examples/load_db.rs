@@ -15,7 +15,9 @@
 //! `load_db PATH [BENCHMARKS] --append=N` measures ingest into a database made before: it adds
 //! N commits after its last and stores a run of each, merges included (at 100 million stored,
 //! the rate of its last 1,000 commits without a 20-minute fill); `--staged-tail=M` leaves the
-//! last M of them staged.
+//! last M of them staged, and the rate is that of the others (`scripts/load-scale.sh` with
+//! `APPEND=N`). It also prints the CPU time those took, steadier than the rate on a machine
+//! whose speed moves.
 
 #[path = "../benches/support/synthetic.rs"]
 mod synthetic;
@@ -201,22 +203,53 @@ async fn append_commits(path: &Path, added: usize, benchmarks: usize, staged_tai
     let data = Synthetic::open(path, "load").await;
     let first = data.commits().await;
     data.extend_history(first + added).await;
+    let merged = first + added - staged_tail.min(added);
     let mut noise = Noise(first as u64);
     let (mut stored, mut seconds) = (0, 0.0);
+    let cpu_before = cpu_seconds();
+    let mut cpu = None;
     for commit in first..first + added {
-        if commit + staged_tail == first + added {
+        if commit == merged {
             data.db.set_merge_threshold(u64::MAX);
+            cpu = cpu_seconds()
+                .zip(cpu_before)
+                .map(|(after, before)| after - before);
         }
         let suites = suites(commit, benchmarks, &mut noise);
         let started = Instant::now();
-        stored += data.store(commit, &suites).await.measurements;
-        seconds += started.elapsed().as_secs_f64();
+        let summary = data.store(commit, &suites).await;
+        if commit < merged {
+            seconds += started.elapsed().as_secs_f64();
+            stored += summary.measurements;
+        }
     }
+    // The process' CPU time steadies a comparison on a machine whose speed moves: it counts
+    // the noise generated for each commit too, which is the same in every build.
+    let cpu = cpu.or_else(|| {
+        cpu_seconds()
+            .zip(cpu_before)
+            .map(|(after, before)| after - before)
+    });
+    let timed = merged - first;
     println!(
-        "appended {stored} measurements (commits {first}..{}) in {seconds:.1} s, merges included: {:.0} measurements/s; {} rows staged",
-        first + added,
+        "appended {stored} measurements (commits {first}..{merged}) in {seconds:.1} s, merges included: {:.0} measurements/s; CPU {}; then {} commits left staged, {} rows staged",
         stored as f64 / seconds,
-        data.db.staged_rows().await.unwrap()
+        cpu.map_or("not known".into(), |cpu| format!(
+            "{cpu:.2} s, {:.2} ms a commit",
+            1e3 * cpu / timed as f64
+        )),
+        first + added - merged,
+        data.db.staged_rows().await.unwrap(),
     );
     data.db.close().await;
+}
+
+/// This process' CPU time, user and system, in seconds (from `/proc`, so Linux only).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command's name (in parentheses, which may hold spaces).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // Clock ticks are 1/100 s on every Linux that kymo runs on (`getconf CLK_TCK`).
+    Some(ticks as f64 / 100.0)
 }

@@ -39,14 +39,13 @@ pub struct IngestSummary {
     pub measurements: usize,
 }
 
+/// An upload's measurements as one JSON array, and how many.
 struct Batches {
-    benchmarks: String,
-    series: String,
     measurements: String,
     count: usize,
 }
 
-// The rows of the three JSON arrays, serialized straight from borrowed data: building
+// The rows of the JSON arrays, serialized straight from borrowed data: building
 // `serde_json::Value`s first cost an allocation per field and was a fifth of ingest time.
 #[derive(Serialize)]
 struct BenchmarkRow<'a> {
@@ -68,43 +67,58 @@ struct SeriesRow<'a> {
 #[derive(Serialize)]
 struct BenchmarkMeasurements<'a>(&'a str, Vec<(&'a str, f64, String, Option<&'a str>)>);
 
-fn batches(suites: &[SuiteUpload]) -> Batches {
-    let keyed: Vec<(&str, &BenchmarkResult, String)> = (suites.iter())
+/// Every benchmark of `suites` with its suite and key.
+fn keyed(suites: &[SuiteUpload]) -> Vec<(&str, &BenchmarkResult, String)> {
+    (suites.iter())
         .flat_map(|suite| {
             (suite.results.benchmarks.iter())
                 .map(|bench| (suite.suite.as_str(), bench, bench.key()))
         })
-        .collect();
-    let mut benchmarks = Vec::with_capacity(keyed.len());
-    let mut series = Vec::new();
+        .collect()
+}
+
+fn batches(suites: &[SuiteUpload]) -> Batches {
+    let keyed = keyed(suites);
     let mut measurements = Vec::with_capacity(keyed.len());
     let mut count = 0;
-    for (suite, bench, key) in &keyed {
-        benchmarks.push(BenchmarkRow { n: key, s: suite });
-        let mut metrics = Vec::with_capacity(bench.metrics.len());
-        for metric in &bench.metrics {
-            series.push(SeriesRow {
-                b: key,
-                m: &metric.name,
-                u: &metric.unit,
-                d: metric.direction.as_str(),
-            });
-            metrics.push((
-                metric.name.as_str(),
-                metric.value,
-                to_hex(&crate::samples::encode(&metric.samples)),
-                metric.hdr.as_deref(),
-            ));
-        }
+    for (_, bench, key) in &keyed {
+        let metrics: Vec<_> = (bench.metrics.iter())
+            .map(|metric| {
+                (
+                    metric.name.as_str(),
+                    metric.value,
+                    to_hex(&crate::samples::encode(&metric.samples)),
+                    metric.hdr.as_deref(),
+                )
+            })
+            .collect();
         count += metrics.len();
         measurements.push(BenchmarkMeasurements(key, metrics));
     }
     Batches {
         count,
-        benchmarks: to_json(&benchmarks),
-        series: to_json(&series),
         measurements: to_json(&measurements),
     }
+}
+
+/// The benchmarks and the series of `suites`, as two JSON arrays: only an upload with new
+/// series needs them, so they are spelled then.
+fn new_series(suites: &[SuiteUpload]) -> (String, String) {
+    let keyed = keyed(suites);
+    let benchmarks: Vec<BenchmarkRow> = (keyed.iter())
+        .map(|(suite, _, key)| BenchmarkRow { n: key, s: suite })
+        .collect();
+    let series: Vec<SeriesRow> = (keyed.iter())
+        .flat_map(|(_, bench, key)| {
+            bench.metrics.iter().map(move |metric| SeriesRow {
+                b: key,
+                m: &metric.name,
+                u: &metric.unit,
+                d: metric.direction.as_str(),
+            })
+        })
+        .collect();
+    (to_json(&benchmarks), to_json(&series))
 }
 
 fn to_json<T: Serialize>(rows: &[T]) -> String {
@@ -189,7 +203,7 @@ impl Db {
         // upserts (a fifth of ingest time) and a second pass for the rest.
         let mut inserted = insert_measurements(&mut tx, &record, run_id, &batches).await?;
         if inserted < batches.count {
-            insert_series(&mut tx, &record, &batches).await?;
+            insert_series(&mut tx, &record).await?;
             inserted += insert_measurements(&mut tx, &record, run_id, &batches).await?;
         }
         if inserted != batches.count {
@@ -301,18 +315,18 @@ async fn upload_by_key(
     }))
 }
 
-/// Adds the benchmarks and series of `batches` that `record`'s repository and machine lack.
+/// Adds the benchmarks and series of `record` that its repository and machine lack.
 async fn insert_series(
     tx: &mut sqlx::SqliteConnection,
     record: &RunRecord<'_>,
-    batches: &Batches,
 ) -> Result<(), DbError> {
+    let (benchmarks, series) = new_series(record.suites);
     sqlx::query!(
         r#"INSERT INTO benchmarks (repository_id, name, suite)
            SELECT ?, j.value ->> '$.n', j.value ->> '$.s' FROM jsonb_each(?) AS j WHERE true
            ON CONFLICT (repository_id, name) DO NOTHING"#,
         record.repository_id,
-        batches.benchmarks
+        benchmarks
     )
     .execute(&mut *tx)
     .await?;
@@ -324,7 +338,7 @@ async fn insert_series(
            WHERE true
            ON CONFLICT (benchmark_id, metric, machine_id) DO NOTHING"#,
         record.machine_id,
-        batches.series,
+        series,
         record.repository_id
     )
     .execute(&mut *tx)

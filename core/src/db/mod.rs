@@ -7,6 +7,7 @@ mod alerts;
 mod analysis_state;
 mod bisections;
 mod census;
+mod checkpoints;
 mod commit_status;
 mod comparisons;
 mod confirmations;
@@ -177,17 +178,22 @@ fn unhex_into(text: &str, bytes: &mut Vec<u8>) -> Result<(), DbError> {
     Ok(())
 }
 
-/// The writer's page cache, in KiB (negative, as SQLite takes it): ingest updates the
-/// measurements' series index at scattered pages, and once it outgrows SQLite's default
-/// 2 MiB every batch re-reads them. 32 MiB holds a million measurements' index.
-const WRITER_CACHE_SIZE: &str = "-32768";
+/// The writer's page cache, in KiB (negative, as SQLite takes it). A merge of staged rows
+/// changes pages scattered over the clustered table and the summaries: at 100 M stored some
+/// 22,000 (88 MiB) a merge, under interior pages that every merge reads again. At 32 MiB they
+/// did not fit, and each merge re-read them from the file and wrote some out before its end;
+/// at 128 MiB a merge took about a fifth less (RELIABILITY.md). A cache fills only as pages
+/// are read: a small database keeps a small one.
+const WRITER_CACHE_SIZE: &str = "-131072";
 
-/// WAL pages written before the writer copies them back into the database (SQLite's
-/// default is 1,000, 4 MiB). An upload of 1,000 measurements touches up to 1,000 pages of
-/// the series index, so the default checkpointed (and synced) after nearly every upload; at
-/// 16,384 pages the WAL stays under 64 MiB and ingest into a 400,000-measurement database
-/// went from 27k to 48k measurements/s.
-const WAL_CHECKPOINT_PAGES: &str = "16384";
+/// WAL pages written before the writer copies them back into the database itself (SQLite's
+/// default is 1,000, 4 MiB): a backstop, since each merge has the WAL copied in the
+/// background (`checkpoints.rs`). Before staging, an upload of 1,000 measurements touched up to
+/// 1,000 pages, so the default checkpointed (and synced) after nearly every upload, and 16,384
+/// took ingest into a 400,000-measurement database from 27k to 48k measurements/s. A merge
+/// at 100 M stored writes some 22,000 pages: the backstop is above that and the uploads
+/// between two merges, so that it does not run in a merge's commit.
+const WAL_CHECKPOINT_PAGES: &str = "65536";
 
 /// Where the writer keeps its temporary files. Each INSERT of an upload's measurements keeps
 /// a statement journal (a copy of every page it changes, to undo that statement alone if a row
@@ -202,6 +208,7 @@ pub struct Db {
     writer: SqlitePool,
     version: Arc<version::DataVersion>,
     staging: Arc<staging::Staging>,
+    checkpoints: Arc<checkpoints::Checkpoints>,
 }
 
 impl Db {
@@ -236,6 +243,11 @@ impl Db {
                 .fetch_one(&writer)
                 .await?;
         let staging = Arc::new(staging::Staging::new(u64::try_from(staged).unwrap_or(0)));
+        let checkpointer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        let checkpoints = Arc::new(checkpoints::Checkpoints::new(checkpointer));
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .after_connect(|conn, _| Box::pin(sql_functions::register(conn)))
@@ -246,6 +258,7 @@ impl Db {
             writer,
             version,
             staging,
+            checkpoints,
         })
     }
 
@@ -281,6 +294,7 @@ impl Db {
     /// Closes both pools, checkpointing the WAL.
     pub async fn close(&self) {
         self.reader.close().await;
+        self.checkpoints.close().await;
         self.writer.close().await;
     }
 }

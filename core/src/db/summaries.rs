@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use sqlx::SqliteConnection;
 
 use super::DbError;
+use super::window_lines::RunLine;
 use crate::series_summary::{
     BucketSummary, EnvironmentChange, FANOUT, LEVELS, Located, SummaryPoint, bucket_of, combine,
     summarize, summarize_all,
@@ -38,20 +39,40 @@ pub(super) async fn absorb_merge(
     conn: &mut SqliteConnection,
     through_commit: i64,
 ) -> Result<(), DbError> {
-    // One row of JSON rather than a row a measurement: a merge moves some 200,000, and handing
-    // each from SQLite's thread to this task cost more than the rest of the merge's summaries.
-    // Values as their bits (`sql_functions.rs`: exact, and no decimal digits for SQLite to spell);
-    // not the checked macro, which knows no such function.
-    let json: String = sqlx::query_scalar(
-        r#"SELECT json_group_array(json_array(z.series_id, c.position, f64_bits(z.value),
-                                              z.run_id))
-           FROM measurements_staged z JOIN commits c ON c.id = z.commit_id
-           WHERE z.commit_id <= ? AND c.position IS NOT NULL"#,
+    // The positions of the staged commits (a few hundred), then their runs: as one text of a
+    // line each (`window_lines.rs`) rather than a row each, since a merge moves some 200,000
+    // and handing each from SQLite's thread to this task cost more than the rest of the
+    // merge's summaries. Not the checked macro, which knows no `window_run`.
+    let positions: HashMap<i64, i64> = sqlx::query!(
+        r#"SELECT c.id AS "id!", c.position AS "position!" FROM staged_commits s
+           JOIN commits c ON c.id = s.commit_id
+           WHERE s.commit_id <= ? AND c.position IS NOT NULL"#,
+        through_commit
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|c| (c.id, c.position))
+    .collect();
+    let lines: Option<String> = sqlx::query_scalar(
+        "SELECT group_concat(window_run(1, series_id, commit_id, value, run_id, NULL), char(10))
+         FROM measurements_staged WHERE commit_id <= ?",
     )
     .bind(through_commit)
     .fetch_one(&mut *conn)
     .await?;
-    let mut rows: Vec<StagedPoint> = serde_json::from_str(&json).map_err(super::decode_error)?;
+    let mut rows = Vec::new();
+    for line in lines.as_deref().unwrap_or_default().lines() {
+        let run = RunLine::parse(line)?;
+        if let Some(&position) = positions.get(&run.commit_id) {
+            rows.push(StagedPoint {
+                series_id: run.series_id,
+                position,
+                value: run.value,
+                run_id: run.run_id,
+            });
+        }
+    }
     let runs: BTreeSet<i64> = rows.iter().map(|r| r.run_id).collect();
     let environments = environment_ids(conn, &runs).await?;
     // The latest run of each (series, position), grouped by bucket: sorted rather than mapped
@@ -91,11 +112,9 @@ pub(super) async fn absorb_merge(
 }
 
 /// A staged measurement as [`absorb_merge`] reads it: series, position, value, run.
-#[derive(serde::Deserialize)]
 struct StagedPoint {
     series_id: i64,
     position: i64,
-    #[serde(deserialize_with = "super::sql_functions::deserialize")]
     value: f64,
     run_id: i64,
 }

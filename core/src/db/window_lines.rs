@@ -3,7 +3,7 @@
 //! line each. Text, not rows: handing each of a window's thousands of rows from SQLite's thread
 //! to this task cost more than finding it. A run's line is written by this module too
 //! ([`run_line`], which the SQL function `window_run` calls), where SQLite's printf was a tenth
-//! of a benchmark page.
+//! of a benchmark page. A merge reads the runs it moves as such lines too (`summaries.rs`).
 
 use super::sql_functions::from_bits;
 use super::{DbError, decode_error, push_hex};

@@ -567,3 +567,27 @@ async fn windows_read_together_equal_every_row_read_plainly() {
         pool.close().await;
     }
 }
+
+#[tokio::test]
+async fn a_merge_has_the_wal_copied_into_the_database_in_the_background() {
+    let app = TestApp::new().await;
+    let (_repo, shas) = app.tracked_repository(2).await;
+    store(&app, &shas[0], 10.0).await;
+    store(&app, &shas[1], 20.0).await;
+    // In WAL mode only a checkpoint writes the database file itself.
+    let file = || {
+        let meta = std::fs::metadata(app.db_path()).unwrap();
+        (meta.len(), meta.modified().unwrap())
+    };
+    let before = file();
+    // The writer's own checkpoint waits for a far larger WAL: only the merge's copies it.
+    app.state.db.merge_staged().await.unwrap();
+    for waited in 0.. {
+        if file() != before {
+            break;
+        }
+        assert!(waited < 100, "the WAL was not copied 10 s after the merge");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(rows_in_tables(&app).await, (6, 0));
+}
