@@ -41,8 +41,8 @@ pub struct ServeOptions {
     /// How long a client may take to send a request's header (and may stay idle between
     /// requests) before its connection is closed.
     pub header_read_timeout: Duration,
-    /// How long nothing is written before the staged measurements are merged; `None`: only
-    /// when enough are staged.
+    /// How long nothing is staged (no upload stores measurements) before the staged
+    /// measurements are merged; `None`: only when enough are staged.
     pub merge_when_idle: Option<Duration>,
 }
 
@@ -246,15 +246,17 @@ fn remember_this_server(address: SocketAddr, db_path: &Path) {
 
 /// Returns expired leases to the queue every few seconds, so that a dead worker's job is
 /// picked up by the next claim of any machine's worker; and merges the staged measurements
-/// once nothing was written for `merge_when_idle` (fewer than a merge's worth wait then, but
-/// a quiet server's readers read one table).
+/// once nothing was staged for `merge_when_idle` (fewer than a merge's worth wait then, but
+/// a quiet server's readers read one table). Quiet means no upload, not no write: a worker
+/// writes that its machine was seen every few seconds, and counting those, a server with a
+/// worker never merged its small repositories' rows.
 async fn reap_leases_and_merge(db: Db, clock: SharedClock, merge_when_idle: Option<Duration>) {
     const TICK: Duration = Duration::from_secs(2);
     let mut tick = tokio::time::interval(TICK);
     let quiet_ticks_before_merge = merge_when_idle.map_or(u32::MAX, |idle| {
         u32::try_from(idle.as_secs().div_ceil(TICK.as_secs())).unwrap_or(u32::MAX)
     });
-    let (mut version, mut quiet_ticks) = (db.data_version(), 0u32);
+    let (mut staged, mut quiet_ticks) = (db.staged_pending(), 0u32);
     loop {
         tick.tick().await;
         match db.expire_leases(clock.now()).await {
@@ -262,13 +264,13 @@ async fn reap_leases_and_merge(db: Db, clock: SharedClock, merge_when_idle: Opti
             Ok(n) => tracing::info!(jobs = n, "expired leases returned to the queue"),
             Err(err) => tracing::warn!(error = %err, "lease reaper failed"),
         }
-        let now = db.data_version();
-        quiet_ticks = if now == version {
+        let now = db.staged_pending();
+        quiet_ticks = if now == staged {
             quiet_ticks.saturating_add(1)
         } else {
             0
         };
-        version = now;
+        staged = now;
         if quiet_ticks >= quiet_ticks_before_merge && db.staged_pending() > 0 {
             // A merge that failed is tried again after another quiet spell, not every tick.
             quiet_ticks = 0;
