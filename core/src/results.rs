@@ -1,6 +1,7 @@
 //! Benchmark results as every format parser produces them and as the server stores them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -161,8 +162,7 @@ pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), St
         return Err("a run must hold at least one suite".into());
     }
     // The (benchmark, metric) pairs seen: the benchmark's key shared by its metrics.
-    let mut seen: std::collections::HashSet<(std::rc::Rc<str>, &str)> =
-        std::collections::HashSet::new();
+    let mut seen: HashSet<(Rc<str>, &str)> = HashSet::new();
     for suite in suites {
         check_name("suite name", &suite.suite, 64)?;
         if suite.results.benchmarks.is_empty() {
@@ -189,7 +189,7 @@ pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), St
                 check_name("parameter name", k, 64)?;
                 check_name("parameter value", v, 200)?;
             }
-            let key: std::rc::Rc<str> = bench.key().into();
+            let key: Rc<str> = bench.key().into();
             if bench.metrics.is_empty() || bench.metrics.len() > 64 {
                 return Err(format!("benchmark {key:?} must have 1-64 metrics"));
             }
@@ -226,7 +226,7 @@ pub fn validate_suites(suites: &[crate::protocol::SuiteUpload]) -> Result<(), St
                         format!("{}: hdr is not a base64 HdrHistogram V2: {e}", place())
                     })?;
                 }
-                if !seen.insert((std::rc::Rc::clone(&key), &metric.name)) {
+                if !seen.insert((Rc::clone(&key), &metric.name)) {
                     return Err(format!("{} appears twice in one run", place()));
                 }
                 if seen.len() > MAX_MEASUREMENTS_PER_RUN {

@@ -200,8 +200,7 @@ async fn main() {
 /// Adds `added` commits to the database at `path` and stores a run of each, timed; the last
 /// `staged_tail` without a merge.
 async fn append_commits(path: &Path, added: usize, benchmarks: usize, staged_tail: usize) {
-    let data = Synthetic::open(path, "load").await;
-    let first = data.commits().await;
+    let (data, first) = Synthetic::open(path, "load").await;
     data.extend_history(first + added).await;
     let merged = first + added - staged_tail.min(added);
     let mut noise = Noise(first as u64);
@@ -247,12 +246,14 @@ async fn append_commits(path: &Path, added: usize, benchmarks: usize, staged_tai
     data.db.close().await;
 }
 
-/// This process' CPU time, user and system, in seconds (from `/proc`, so Linux only).
+/// This process' CPU time, user and system (every thread's), in seconds.
 fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The fields after the command's name (in parentheses, which may hold spaces).
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // Clock ticks are 1/100 s on every Linux that kymo runs on (`getconf CLK_TCK`).
-    Some(ticks as f64 / 100.0)
+    // SAFETY: getrusage fills the struct it is handed; zeroes are a valid `rusage`.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(seconds(usage.ru_utime) + seconds(usage.ru_stime))
 }

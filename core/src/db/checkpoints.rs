@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use sqlx::SqlitePool;
 
-/// The connection that checkpoints, and whether it is at it.
-#[derive(Debug)]
+/// The connection that checkpoints, and whether it is at it (shared by the database's clones).
+#[derive(Clone, Debug)]
 pub(super) struct Checkpoints {
     pool: SqlitePool,
     running: Arc<AtomicBool>,
@@ -35,10 +35,10 @@ impl Checkpoints {
         if self.running.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (pool, running) = (self.pool.clone(), Arc::clone(&self.running));
+        let this = self.clone();
         tokio::spawn(async move {
             let copied = sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(PASSIVE)")
-                .fetch_one(&pool)
+                .fetch_one(&this.pool)
                 .await;
             match copied {
                 Ok((busy, pages, copied)) => {
@@ -47,7 +47,7 @@ impl Checkpoints {
                 // The backstop copies it at the latest: nothing is lost, the WAL grows.
                 Err(err) => tracing::warn!(error = %err, "checkpointing the WAL failed"),
             }
-            running.store(false, Ordering::Release);
+            this.running.store(false, Ordering::Release);
         });
     }
 

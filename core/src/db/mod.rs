@@ -208,7 +208,7 @@ pub struct Db {
     writer: SqlitePool,
     version: Arc<version::DataVersion>,
     staging: Arc<staging::Staging>,
-    checkpoints: Arc<checkpoints::Checkpoints>,
+    checkpoints: checkpoints::Checkpoints,
 }
 
 impl Db {
@@ -243,11 +243,12 @@ impl Db {
                 .fetch_one(&writer)
                 .await?;
         let staging = Arc::new(staging::Staging::new(u64::try_from(staged).unwrap_or(0)));
-        let checkpointer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options.clone())
-            .await?;
-        let checkpoints = Arc::new(checkpoints::Checkpoints::new(checkpointer));
+        // Its connection opens at the first merge, not at start-up.
+        let checkpoints = checkpoints::Checkpoints::new(
+            SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_lazy_with(options.clone()),
+        );
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .after_connect(|conn, _| Box::pin(sql_functions::register(conn)))

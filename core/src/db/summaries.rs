@@ -307,11 +307,12 @@ async fn store_and_propagate(
     conn: &mut SqliteConnection,
     level0: Vec<(BucketKey, Option<BucketSummary>)>,
 ) -> Result<(), DbError> {
-    let mut parents_by_level = Vec::with_capacity(usize::from(LEVELS));
-    let mut changed: BTreeSet<BucketKey> = level0.iter().map(|(key, _)| *key).collect();
+    // The changed buckets of each level, level 0's first.
+    let mut changed: Vec<BTreeSet<BucketKey>> = vec![level0.iter().map(|(key, _)| *key).collect()];
     let mut siblings = Vec::new();
     for level in 1..LEVELS {
-        let parents: BTreeSet<BucketKey> = (changed.iter())
+        let below = changed.last().expect("level 0's are there");
+        let parents: BTreeSet<BucketKey> = (below.iter())
             .map(|&(series, bucket)| (series, bucket.div_euclid(FANOUT)))
             .collect();
         siblings.extend((parents.iter()).map(|&(series, parent)| {
@@ -322,8 +323,7 @@ async fn store_and_propagate(
                 (parent + 1) * FANOUT - 1,
             )
         }));
-        parents_by_level.push(parents.clone());
-        changed = parents;
+        changed.push(parents);
     }
     // Every bucket known, by (level, series, bucket): stored, then replaced as it changes.
     let mut known: BTreeMap<(u8, i64, i64), Option<BucketSummary>> =
@@ -335,7 +335,7 @@ async fn store_and_propagate(
         known.insert((0, series, bucket), summary);
         rows.push(((series, 0, bucket), summary));
     }
-    for (level, parents) in (1..LEVELS).zip(parents_by_level) {
+    for (level, parents) in (1..LEVELS).zip(changed.into_iter().skip(1)) {
         for (series, parent) in parents {
             let children = (level - 1, series, parent * FANOUT)
                 ..=(level - 1, series, parent * FANOUT + FANOUT - 1);

@@ -54,56 +54,6 @@ impl Synthetic {
         Self::with_machine(db, repository_id, name).await
     }
 
-    /// Opens the database at `path` that [`Synthetic::create`] made with repository `name`.
-    #[allow(
-        dead_code,
-        reason = "used by the load generator only; an `expect` would fail in the benches"
-    )]
-    pub async fn open(path: &Path, name: &str) -> Self {
-        let db = Db::open(path).await.unwrap();
-        let repository_id = db.repository(name).await.unwrap().id;
-        Self::with_machine(db, repository_id, name).await
-    }
-
-    /// How many commits the history holds (commit `i` exists for every `i` below it).
-    #[allow(
-        dead_code,
-        reason = "used by the load generator only; an `expect` would fail in the benches"
-    )]
-    pub async fn commits(&self) -> usize {
-        let (mut known, mut unknown) = (0, 1);
-        while self.commit_known(unknown - 1).await {
-            (known, unknown) = (unknown, unknown * 2);
-        }
-        while unknown - known > 1 {
-            let middle = known + (unknown - known) / 2;
-            if self.commit_known(middle - 1).await {
-                known = middle;
-            } else {
-                unknown = middle;
-            }
-        }
-        known
-    }
-
-    /// Makes the history `commits` long (it must hold fewer).
-    #[allow(
-        dead_code,
-        reason = "used by the load generator only; an `expect` would fail in the benches"
-    )]
-    pub async fn extend_history(&self, commits: usize) {
-        (self
-            .db
-            .record_history(self.repository_id, &history(commits))
-            .await)
-            .unwrap();
-    }
-
-    async fn commit_known(&self, i: usize) -> bool {
-        let id = self.db.commit_id(self.repository_id, &sha(i)).await;
-        id.unwrap().is_some()
-    }
-
     /// The machine that measures (made once, then found by its fingerprint).
     async fn with_machine(db: Db, repository_id: i64, name: &str) -> Self {
         let specs = MachineSpecs {
@@ -147,5 +97,31 @@ impl Synthetic {
             upload_key: None,
         };
         self.db.store_run(record, 600 * i as i64).await.unwrap()
+    }
+}
+
+/// The load generator's alone (`examples/load_db.rs --append`): an `expect` of dead code
+/// would fail in the benches, which do not call these.
+#[allow(dead_code, reason = "used by the load generator only")]
+impl Synthetic {
+    /// Opens the database at `path` that [`Synthetic::create`] made with repository `name`,
+    /// and how many commits its history holds.
+    pub async fn open(path: &Path, name: &str) -> (Self, usize) {
+        let db = Db::open(path).await.unwrap();
+        let repository_id = db.repository(name).await.unwrap().id;
+        let summaries = db.repository_summaries().await.unwrap();
+        let commits = (summaries.iter())
+            .find(|r| r.name == name)
+            .map_or(0, |r| r.commits as usize);
+        (Self::with_machine(db, repository_id, name).await, commits)
+    }
+
+    /// Makes the history `commits` long (it must hold fewer).
+    pub async fn extend_history(&self, commits: usize) {
+        (self
+            .db
+            .record_history(self.repository_id, &history(commits)))
+        .await
+        .unwrap();
     }
 }
